@@ -1,0 +1,1 @@
+"""rubricflow's benchmark workloads; run `python -m benchmarks [NAME ...]`."""

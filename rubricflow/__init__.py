@@ -1,0 +1,133 @@
+"""rubricflow: review machine-made content against versioned rubrics."""
+
+from typing import TYPE_CHECKING, Any
+
+from rubricflow.engine import evaluate, evaluate_many, evaluate_sync
+from rubricflow.engine.meta import MetaReport, assess_rubric
+from rubricflow.errors import (
+    ArtifactConflictError,
+    ConfigurationError,
+    ContentValidationError,
+    FormatDetectionError,
+    IllegalTransitionError,
+    NotFoundError,
+    PluginConflictError,
+    PluginError,
+    Problem,
+    ReviewError,
+    RubricflowError,
+    RubricLoadError,
+    RubricValidationError,
+    RubricVersionConflictError,
+    SchemaOutdatedError,
+    ScoringError,
+    StoreError,
+    UnsafeImportError,
+)
+from rubricflow.formats import (
+    LoadedFile,
+    RubricFormat,
+    dump_rubric,
+    load_document,
+    load_file,
+    load_rubric,
+)
+from rubricflow.hookspecs import hookimpl, hookspec
+from rubricflow.model import (
+    Criterion,
+    Example,
+    Level,
+    Rubric,
+    Scale,
+    ScoreRange,
+    Scoring,
+    Subcriterion,
+    parse_rubric,
+)
+from rubricflow.plugins import PluginRegistry, create_plugin_manager
+from rubricflow.results import CriterionResult, Evaluation, Target
+from rubricflow.scorers.base import CheckResult, Scorer, ScoringContext
+from rubricflow.validation import FileReport, validate_file
+
+if TYPE_CHECKING:
+    from rubricflow.review import ArtifactRegistry, ArtifactType, RubricBinding
+    from rubricflow.store import RubricRegistry, Store
+
+__version__ = "0.1.0"
+
+# The store and the review service pull in SQLAlchemy; they load on first use.
+_LAZY = {
+    "ArtifactRegistry": "rubricflow.review",
+    "ArtifactType": "rubricflow.review",
+    "RubricBinding": "rubricflow.review",
+    "RubricRegistry": "rubricflow.store",
+    "Store": "rubricflow.store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'rubricflow' has no attribute {name!r}")
+
+
+__all__ = [
+    "ArtifactConflictError",
+    "ArtifactRegistry",
+    "ArtifactType",
+    "CheckResult",
+    "ConfigurationError",
+    "ContentValidationError",
+    "Criterion",
+    "CriterionResult",
+    "Evaluation",
+    "Example",
+    "FileReport",
+    "FormatDetectionError",
+    "IllegalTransitionError",
+    "Level",
+    "LoadedFile",
+    "MetaReport",
+    "NotFoundError",
+    "PluginConflictError",
+    "PluginError",
+    "PluginRegistry",
+    "Problem",
+    "ReviewError",
+    "Rubric",
+    "RubricBinding",
+    "RubricFormat",
+    "RubricLoadError",
+    "RubricRegistry",
+    "RubricValidationError",
+    "RubricVersionConflictError",
+    "RubricflowError",
+    "Scale",
+    "SchemaOutdatedError",
+    "ScoreRange",
+    "Scorer",
+    "Scoring",
+    "ScoringContext",
+    "ScoringError",
+    "Store",
+    "StoreError",
+    "Subcriterion",
+    "Target",
+    "UnsafeImportError",
+    "__version__",
+    "assess_rubric",
+    "create_plugin_manager",
+    "dump_rubric",
+    "evaluate",
+    "evaluate_many",
+    "evaluate_sync",
+    "hookimpl",
+    "hookspec",
+    "load_document",
+    "load_file",
+    "load_rubric",
+    "parse_rubric",
+    "validate_file",
+]

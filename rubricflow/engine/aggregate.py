@@ -1,0 +1,147 @@
+"""One aggregation formula for every source system, computed exactly.
+
+Each criterion yields s_i in [0, 1]. With P = sum of positive weights, N = sum of
+|negative weights| and S = sum of w_i * s_i: score = clamp(S / P) when P > 0, else
+clamp(1 + S / N); raw_score = S. All arithmetic is rational (each float is read as the
+decimal it prints as), so 0.6/0.4 weights at 1.0/0.7 give exactly 0.88 and scores of
+7 and 10 out of 10 with weights 2 and 1 reach a 0.8 bar.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+from rubricflow.model import Criterion, Rubric, UnscoredPolicy
+from rubricflow.results import CriterionResult, Verdict
+
+__all__ = ["Aggregate", "aggregate", "criterion_passed", "exact", "weighted_score"]
+
+
+@lru_cache(maxsize=65536)
+def exact(value: float | int) -> Fraction:
+    """The rational number a float prints as (0.1 -> 1/10, not the binary approximation).
+
+    Cached: weights and level scores repeat across every evaluation of a rubric."""
+    if isinstance(value, int):
+        return Fraction(value)
+    return Fraction(repr(float(value)))
+
+
+def _clamp(value: Fraction) -> Fraction:
+    return min(Fraction(1), max(Fraction(0), value))
+
+
+def weighted_score(pairs: Sequence[tuple[float, float]]) -> tuple[Fraction, Fraction]:
+    """(score, raw_score) for (weight, s) pairs by the one formula.
+
+    With every weight zero the score is the plain mean of s (nothing to weigh by).
+    """
+    positive = sum((exact(w) for w, _ in pairs if w > 0), Fraction(0))
+    negative = sum((-exact(w) for w, _ in pairs if w < 0), Fraction(0))
+    total = sum((exact(w) * exact(s) for w, s in pairs), Fraction(0))
+    if positive > 0:
+        return _clamp(total / positive), total
+    if negative > 0:
+        return _clamp(1 + total / negative), total
+    if pairs:
+        return _clamp(sum((exact(s) for _, s in pairs), Fraction(0)) / len(pairs)), total
+    return Fraction(0), total
+
+
+def criterion_passed(
+    criterion: Criterion, score: float, level: str | None, threshold: float
+) -> bool:
+    """Whether one scored criterion met its bar.
+
+    A penalty criterion (negative weight) passes when its penalty is not incurred.
+    Otherwise: `min_score` when set; else MET for binary, any level but the lowest for
+    graded criteria, and the rubric's threshold for numeric (band, metric) scores.
+    """
+    goodness = exact(score) if criterion.weight >= 0 else 1 - exact(score)
+    if criterion.min_score is not None:
+        return goodness >= exact(criterion.min_score)
+    if criterion.kind == "levels" and level is not None:
+        scores = [lvl.score for lvl in criterion.levels]
+        if criterion.weight >= 0:
+            return score > min(scores)  # every level tied for lowest fails
+        return score < max(scores)
+    if criterion.kind == "binary" and score in (0.0, 1.0):
+        return goodness == 1
+    return goodness >= exact(threshold)
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """The evaluation-level outcome of a set of criterion results."""
+
+    verdict: Verdict
+    score: Fraction
+    raw_score: Fraction
+    coverage: Fraction
+    gating_failures: tuple[str, ...]
+    unscored: tuple[str, ...]
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+
+def aggregate(
+    rubric: Rubric,
+    results: Sequence[CriterionResult],
+    *,
+    threshold: float | None = None,
+    policy: UnscoredPolicy | None = None,
+) -> Aggregate:
+    """Combine criterion results into a verdict (DESIGN.md decisions 2-5).
+
+    - A required criterion that was scored and failed makes the verdict `fail`.
+    - Under `fail_closed` (the default) any unscored criterion makes it `incomplete`;
+      `exclude` drops unscored criteria from the formula (a required one still makes
+      the verdict `incomplete`); `count_as_zero` gives them zero credit (a penalty
+      criterion counts as incurred, a required one as failed).
+    - Otherwise `pass` exactly when score >= threshold.
+    """
+    bar = rubric.pass_threshold if threshold is None else threshold
+    mode = policy or rubric.unscored_policy
+    by_id = {c.id: c for c in rubric.criteria}
+    pairs: list[tuple[float, float]] = []
+    gating: list[str] = []
+    unscored: list[str] = []
+    unscored_required = False
+    scored_weight = Fraction(0)
+    total_weight = Fraction(0)
+    for result in results:
+        criterion = by_id[result.criterion_id]
+        magnitude = abs(exact(criterion.weight))
+        total_weight += magnitude
+        if result.status == "scored" and result.score is not None:
+            scored_weight += magnitude
+            pairs.append((criterion.weight, result.score))
+            if criterion.required and result.passed is False:
+                gating.append(criterion.id)
+            continue
+        unscored.append(criterion.id)
+        if mode == "count_as_zero":
+            pairs.append((criterion.weight, 0.0 if criterion.weight >= 0 else 1.0))
+            if criterion.required:
+                gating.append(criterion.id)
+        elif criterion.required:
+            unscored_required = True
+    if total_weight > 0:
+        coverage = scored_weight / total_weight
+    else:
+        count = len(results)
+        coverage = Fraction(count - len(unscored), count) if count else Fraction(0)
+    score, raw = weighted_score(pairs)
+    verdict: Verdict
+    if gating:
+        verdict = "fail"
+    elif (unscored and (mode == "fail_closed" or unscored_required)) or not pairs:
+        verdict = "incomplete"
+    else:
+        verdict = "pass" if score >= exact(bar) else "fail"
+    return Aggregate(verdict, score, raw, coverage, tuple(gating), tuple(unscored))

@@ -1,0 +1,323 @@
+"""Evaluate a rubric against a target: score criteria concurrently, aggregate, explain.
+
+`evaluate` never raises for a scoring failure: a scorer that raises or is missing gives
+an `error` result, and the aggregation decides what that means for the verdict. The
+result does not depend on which criterion finished first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from pydantic import ValidationError
+
+from rubricflow.engine.aggregate import aggregate, criterion_passed
+from rubricflow.engine.feedback import build_feedback
+from rubricflow.errors import ConfigurationError
+from rubricflow.model import Criterion, Rubric, UnscoredPolicy
+from rubricflow.plugins import PluginRegistry, default_plugins
+from rubricflow.results import CriterionResult, Evaluation, Target
+from rubricflow.scorers.base import ScoringContext, error_result
+
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "as_target",
+    "evaluate",
+    "evaluate_many",
+    "evaluate_sync",
+    "resolve_method",
+]
+
+DEFAULT_CONCURRENCY = 8
+_LLM_BY_KIND = {"binary": "llm_verdict", "levels": "llm_decode", "bands": "llm_score"}
+
+
+def resolve_method(criterion: Criterion) -> str:
+    """The scorer name for a criterion; `llm` picks the strategy that fits its kind."""
+    method = criterion.scoring.method
+    return _LLM_BY_KIND[criterion.kind] if method == "llm" else method
+
+
+def as_target(value: Target | Mapping[str, Any] | str) -> Target:
+    """Accept a `Target`, a mapping with `content` (and optional id, query, reference,
+    metadata), or plain text."""
+    if isinstance(value, Target):
+        return value
+    if isinstance(value, str):
+        return Target(content=value)
+    if isinstance(value, Mapping):
+        if "content" not in value:
+            raise ConfigurationError(
+                "a target needs `content` (plus optional id, query, reference, metadata); "
+                f"got keys {', '.join(map(str, value)) or 'none'}"
+            )
+        data = dict(value)
+        if isinstance(data.get("id"), int | float) and not isinstance(data.get("id"), bool):
+            data["id"] = str(data["id"])
+        try:
+            return Target.model_validate(data)
+        except ValidationError as error:
+            detail = "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors()
+            )
+            raise ConfigurationError(f"invalid target: {detail}") from None
+    raise ConfigurationError(
+        f"a target is text or a mapping with `content`, got {type(value).__name__}"
+    )
+
+
+async def _score_one(
+    criterion: Criterion, target: Target, context: ScoringContext, limit: asyncio.Semaphore
+) -> CriterionResult:
+    method = resolve_method(criterion)
+    scorer = context.plugins.scorers.get(method)
+    if scorer is None:
+        installed = ", ".join(sorted(context.plugins.scorers)) or "none"
+        return error_result(
+            criterion,
+            method,
+            f"no scorer {method!r} is installed (installed: {installed}); "
+            "install the plugin that provides it",
+        )
+    async with limit:
+        started = time.perf_counter()
+        try:
+            result = await scorer.score(criterion, target, context)
+        except Exception as error:
+            result = error_result(
+                criterion, method, f"scorer {method!r} raised {type(error).__name__}: {error}"
+            )
+        elapsed = (time.perf_counter() - started) * 1000
+    return _finish(criterion, result, method, context, elapsed)
+
+
+async def _score_group(
+    method: str,
+    criteria: list[Criterion],
+    target: Target,
+    context: ScoringContext,
+    limit: asyncio.Semaphore,
+) -> list[CriterionResult]:
+    """Score criteria whose scorer judges them together (`score_group`, e.g. `llm_oneshot`:
+    one LLM call for all of a rubric's one-shot criteria). Takes one concurrency slot."""
+    scorer: Any = context.plugins.scorers[method]
+    async with limit:
+        started = time.perf_counter()
+        try:
+            produced = list(await scorer.score_group(criteria, target, context))
+        except Exception as error:
+            why = f"scorer {method!r} raised {type(error).__name__}: {error}"
+            produced = [error_result(criterion, method, why) for criterion in criteria]
+        elapsed = (time.perf_counter() - started) * 1000
+    by_id = {r.criterion_id: r for r in produced if isinstance(r, CriterionResult)}
+    return [
+        _finish(
+            criterion,
+            by_id.get(criterion.id)
+            or error_result(criterion, method, f"scorer {method!r} returned no result for it"),
+            method,
+            context,
+            elapsed,
+        )
+        for criterion in criteria
+    ]
+
+
+async def _score_all(
+    rubric: Rubric, target: Target, context: ScoringContext, limit: asyncio.Semaphore
+) -> tuple[CriterionResult, ...]:
+    """Every criterion's result, in rubric order; criteria of a group scorer are scored
+    in one `score_group` call per scorer."""
+    groups: dict[str, list[Criterion]] = {}
+    singles: list[Criterion] = []
+    for criterion in rubric.criteria:
+        method = resolve_method(criterion)
+        scorer = context.plugins.scorers.get(method)
+        if scorer is not None and callable(getattr(scorer, "score_group", None)):
+            groups.setdefault(method, []).append(criterion)
+        else:
+            singles.append(criterion)
+    batches = await asyncio.gather(
+        *(_score_one(criterion, target, context, limit) for criterion in singles),
+        *(
+            _score_group(method, members, target, context, limit)
+            for method, members in groups.items()
+        ),
+    )
+    by_id: dict[str, CriterionResult] = {}
+    for batch in batches:
+        for result in batch if isinstance(batch, list) else [batch]:
+            assert isinstance(result, CriterionResult)
+            by_id[result.criterion_id] = result
+    return tuple(by_id[criterion.id] for criterion in rubric.criteria)
+
+
+def _finish(
+    criterion: Criterion,
+    result: Any,
+    method: str,
+    context: ScoringContext,
+    elapsed: float,
+) -> CriterionResult:
+    """Check a scorer's result and settle whether the criterion met its bar."""
+    if not isinstance(result, CriterionResult) or result.criterion_id != criterion.id:
+        return error_result(
+            criterion, method, f"scorer {method!r} returned {type(result).__name__}, not a result"
+        )
+    update: dict[str, Any] = {"duration_ms": result.duration_ms or elapsed}
+    if result.status == "scored":
+        if result.score is None or not 0.0 <= result.score <= 1.0:
+            return error_result(
+                criterion, method, f"scorer {method!r} reported score {result.score!r} outside 0..1"
+            ).model_copy(update={"llm_calls": result.llm_calls})
+        update["passed"] = criterion_passed(criterion, result.score, result.level, context.bar)
+    else:
+        update.update(score=None, verdict=None, level=None, passed=None)
+    return result.model_copy(update=update)
+
+
+async def evaluate(
+    rubric: Rubric,
+    target: Target | Mapping[str, Any] | str,
+    *,
+    plugins: PluginRegistry | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    allow_import: bool = False,
+    threshold: float | None = None,
+    policy: UnscoredPolicy | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> Evaluation:
+    """Score every criterion of `rubric` for `target` and aggregate the results.
+
+    `concurrency` bounds how many criteria are scored at once; `allow_import` lets a
+    rubric's deterministic criteria import `module:function` code; `threshold` and
+    `policy` override the rubric's pass threshold and unscored-criteria policy.
+    """
+    if concurrency < 1:
+        raise ConfigurationError(f"concurrency must be at least 1, got {concurrency}")
+    subject = as_target(target)
+    context = ScoringContext(
+        rubric=rubric,
+        plugins=plugins or default_plugins(),
+        allow_import=allow_import,
+        threshold=threshold,
+        options=dict(options or {}),
+    )
+    started_at = datetime.now(timezone.utc)
+    clock = time.perf_counter()
+    limit = asyncio.Semaphore(concurrency)
+    from rubricflow.llm.session import llm_scope
+
+    async with llm_scope(context) as session:
+        results = await _score_all(rubric, subject, context, limit)
+        outcome = aggregate(rubric, results, threshold=threshold, policy=policy)
+        evaluation = _assemble(rubric, subject, context, results, outcome, policy, started_at)
+        if context.options.get("llm_feedback"):
+            from rubricflow.llm.feedback import llm_feedback
+
+            summary, calls = await llm_feedback(
+                session, rubric, subject, results, evaluation.feedback
+            )
+            evaluation = evaluation.model_copy(
+                update={
+                    "metadata": {**evaluation.metadata, "llm_feedback": summary},
+                    "feedback_llm_calls": calls,
+                }
+            )
+    return evaluation.model_copy(update={"duration_ms": (time.perf_counter() - clock) * 1000})
+
+
+def _assemble(
+    rubric: Rubric,
+    subject: Target,
+    context: ScoringContext,
+    results: tuple[CriterionResult, ...],
+    outcome: Any,
+    policy: UnscoredPolicy | None,
+    started_at: datetime,
+) -> Evaluation:
+    score = float(outcome.score)
+    scaled = rubric.scale.from_unit(score)
+    bar = context.bar
+    feedback = build_feedback(
+        rubric,
+        results,
+        verdict=outcome.verdict,
+        score=score,
+        scaled_score=scaled,
+        coverage=float(outcome.coverage),
+        threshold=bar,
+        gating_failures=outcome.gating_failures,
+    )
+    return Evaluation(
+        id=uuid.uuid4().hex,
+        rubric_id=rubric.id,
+        rubric_version=rubric.version,
+        rubric_hash=rubric.content_hash,
+        target_id=subject.id,
+        target_hash=subject.content_hash,
+        verdict=outcome.verdict,
+        passed=outcome.passed,
+        score=score,
+        scaled_score=scaled,
+        raw_score=float(outcome.raw_score),
+        coverage=float(outcome.coverage),
+        threshold=bar,
+        unscored_policy=policy or rubric.unscored_policy,
+        criteria=results,
+        gating_failures=outcome.gating_failures,
+        feedback=feedback,
+        created_at=started_at.isoformat(),
+    )
+
+
+async def evaluate_many(
+    rubric: Rubric,
+    targets: Iterable[Target | Mapping[str, Any] | str]
+    | AsyncIterable[Target | Mapping[str, Any] | str],
+    *,
+    target_concurrency: int = DEFAULT_CONCURRENCY,
+    **options: Any,
+) -> AsyncIterator[Evaluation]:
+    """Evaluate a stream of targets, yielding evaluations in input order.
+
+    At most `target_concurrency` targets are in flight, so memory stays flat however
+    long the stream is.
+    """
+    if target_concurrency < 1:
+        raise ConfigurationError(f"target concurrency must be at least 1, got {target_concurrency}")
+    pending: list[asyncio.Task[Evaluation]] = []
+
+    async def items() -> AsyncIterator[Any]:
+        if isinstance(targets, AsyncIterable):
+            async for item in targets:
+                yield item
+        else:
+            for item in targets:
+                yield item
+
+    from rubricflow.llm.session import shared_llm_session
+
+    async with shared_llm_session(options) as shared:
+        try:
+            async for item in items():
+                pending.append(asyncio.ensure_future(evaluate(rubric, item, **shared)))
+                if len(pending) >= target_concurrency:
+                    yield await pending.pop(0)
+            while pending:
+                yield await pending.pop(0)
+        finally:
+            for task in pending:
+                task.cancel()
+
+
+def evaluate_sync(
+    rubric: Rubric, target: Target | Mapping[str, Any] | str, **options: Any
+) -> Evaluation:
+    """`evaluate` for synchronous callers (not from inside a running event loop)."""
+    return asyncio.run(evaluate(rubric, target, **options))

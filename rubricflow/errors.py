@@ -1,0 +1,142 @@
+"""The one error tree: every error rubricflow raises on purpose is a `RubricflowError`.
+
+Messages name the thing that is wrong (a file, a field path, a criterion, a plugin)
+and say how to fix it, so the CLI can print them without a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "ArtifactConflictError",
+    "ConfigurationError",
+    "ContentValidationError",
+    "FormatDetectionError",
+    "IllegalTransitionError",
+    "NotFoundError",
+    "PluginConflictError",
+    "PluginError",
+    "Problem",
+    "ReviewError",
+    "RubricLoadError",
+    "RubricValidationError",
+    "RubricVersionConflictError",
+    "RubricflowError",
+    "SchemaOutdatedError",
+    "ScoringError",
+    "StoreError",
+    "UnsafeImportError",
+]
+
+
+class RubricflowError(Exception):
+    """Base of every error rubricflow raises on purpose."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a rubric: where (a field path such as `criteria[2].weight`) and what."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+    def to_dict(self) -> dict[str, str]:
+        return {"path": self.path, "message": self.message}
+
+
+class RubricValidationError(RubricflowError, ValueError):
+    """A rubric document breaks the model's rules; `problems` lists each one with its field path."""
+
+    def __init__(self, problems: Sequence[Problem], source: str | None = None) -> None:
+        self.problems = tuple(problems)
+        self.source = source
+        head = f"{source}: " if source else ""
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        count = len(self.problems)
+        super().__init__(f"{head}invalid rubric ({count} problem{'s' * (count != 1)}):\n{lines}")
+
+
+class RubricLoadError(RubricflowError):
+    """A rubric file cannot be read or parsed (missing, unreadable, malformed YAML/JSON)."""
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        self.path = path
+        self.detail = message
+        super().__init__(f"{path}: {message}" if path else message)
+
+
+class FormatDetectionError(RubricLoadError):
+    """A document matches no known rubric format, or the requested format does not exist."""
+
+
+class ConfigurationError(RubricflowError):
+    """A setting, option or environment variable has a value rubricflow cannot use."""
+
+
+class PluginError(RubricflowError):
+    """A plugin failed to load or registered something unusable."""
+
+
+class PluginConflictError(PluginError):
+    """Two plugins registered the same scorer, function, format or provider name."""
+
+
+class UnsafeImportError(RubricflowError):
+    """A rubric names `module:function` code that was not registered and import was not allowed."""
+
+
+class ScoringError(RubricflowError):
+    """A criterion cannot be scored as configured (unknown scorer, bad scorer options)."""
+
+
+class StoreError(RubricflowError):
+    """The rubric/evaluation store cannot do what was asked (unreachable, locked, corrupt)."""
+
+
+class SchemaOutdatedError(StoreError):
+    """The database's schema is not the one this rubricflow needs; the message names the
+    command to run (`rubricflow db upgrade --db URL`)."""
+
+
+class NotFoundError(StoreError, LookupError):
+    """No stored rubric, version or evaluation has the id asked for."""
+
+
+class RubricVersionConflictError(StoreError):
+    """A rubric id and version is already stored with different content."""
+
+
+class ReviewError(RubricflowError):
+    """An artifact review cannot be done as asked (no rubrics bound, unknown type)."""
+
+
+class IllegalTransitionError(ReviewError):
+    """A trigger that the artifact's current state does not allow; the message names the
+    state, the trigger and the triggers that are allowed."""
+
+    def __init__(self, artifact_id: str, state: str, trigger: str, allowed: list[str]) -> None:
+        self.artifact_id = artifact_id
+        self.state = state
+        self.trigger = trigger
+        self.allowed = allowed
+        choices = ", ".join(allowed) if allowed else "none (the state is final)"
+        super().__init__(
+            f"artifact {artifact_id!r} is {state}: {trigger!r} is not allowed; allowed: {choices}"
+        )
+
+
+class ArtifactConflictError(ReviewError):
+    """Another writer changed the artifact first (optimistic lock); reload and retry."""
+
+
+class ContentValidationError(ReviewError):
+    """Artifact content breaks its type's JSON Schema; `problems` lists each violation."""
+
+    def __init__(self, message: str, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__(message + "".join(f"\n  {p}" for p in problems))

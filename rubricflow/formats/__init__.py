@@ -1,0 +1,23 @@
+"""Rubric formats: the native format, importers for five source systems, and the loader."""
+
+from rubricflow.formats.base import ImportResult, RubricFormat
+from rubricflow.formats.loader import (
+    LoadedFile,
+    detect_format,
+    load_document,
+    load_file,
+    load_rubric,
+)
+from rubricflow.formats.native import dump_rubric, dump_rubrics
+
+__all__ = [
+    "ImportResult",
+    "LoadedFile",
+    "RubricFormat",
+    "detect_format",
+    "dump_rubric",
+    "dump_rubrics",
+    "load_document",
+    "load_file",
+    "load_rubric",
+]

@@ -1,0 +1,285 @@
+"""Built-in deterministic check functions, registered by name through the plugin hook.
+
+Each takes the `Target` and keyword options from the criterion's `scoring.config`, and
+returns a bool (MET/UNMET), a float in 0..1 or a level id, wrapped in a `CheckResult`
+when it has evidence to show.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from rubricflow.hookspecs import hookimpl
+from rubricflow.results import Target
+from rubricflow.scorers.base import CheckResult
+
+__all__ = ["BUILTIN_FUNCTIONS"]
+
+_EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
+_PHONE_CANDIDATE = re.compile(r"(?<![\w.])\+?\(?\d[\d\s().-]{5,}\d(?![\w.]?\d)")
+_NOT_PHONE = re.compile(
+    r"^(?:\d{1,3}(?:\.\d{1,3}){3}"  # an IPv4 address
+    r"|\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{4}"  # a date
+    r"|\d{4}\s?-\s?\d{4})$"  # a range of years
+)
+_SECRETS = {
+    "AWS access key": re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
+    "private key block": re.compile(r"-----BEGIN (?:RSA |EC |OPENSSH |DSA )?PRIVATE KEY-----"),
+    "API key (sk-...)": re.compile(r"\bsk-[A-Za-z0-9_-]{20,}\b"),
+    "GitHub token": re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"),
+    "Slack token": re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"),
+    "password assignment": re.compile(
+        r"(?i)\b(?:password|passwd|pwd|secret|api_key|apikey|token)\s*[:=]\s*['\"][^'\"\s]{4,}['\"]"
+    ),
+}
+
+
+def _text(target: Target) -> str:
+    return target.text
+
+
+def _json(target: Target) -> Any:
+    if isinstance(target.content, str):
+        return json.loads(target.content)
+    return target.content
+
+
+def non_empty(target: Target) -> CheckResult:
+    """MET when the content has any non-whitespace text (or is a non-empty JSON value)."""
+    content = target.content
+    empty = not content.strip() if isinstance(content, str) else content in (None, {}, [], "")
+    return CheckResult(not empty, ["content is empty"] if empty else [])
+
+
+def _between(count: int, unit: str, minimum: int | None, maximum: int | None) -> CheckResult:
+    low_ok = minimum is None or count >= minimum
+    high_ok = maximum is None or count <= maximum
+    bounds = f"{minimum if minimum is not None else 0}..{maximum if maximum is not None else 'any'}"
+    return CheckResult(low_ok and high_ok, [f"{count} {unit} (allowed {bounds})"])
+
+
+def word_count_between(
+    target: Target, min: int | None = None, max: int | None = None
+) -> CheckResult:
+    """MET when the word count is within min..max (either bound optional)."""
+    return _between(len(_text(target).split()), "words", min, max)
+
+
+def char_count_between(
+    target: Target, min: int | None = None, max: int | None = None
+) -> CheckResult:
+    """MET when the character count is within min..max (either bound optional)."""
+    return _between(len(_text(target)), "characters", min, max)
+
+
+def _find_terms(
+    text: str, terms: Iterable[str], case_sensitive: bool
+) -> tuple[list[str], list[str]]:
+    haystack = text if case_sensitive else text.casefold()
+    found: list[str] = []
+    missing: list[str] = []
+    for term in terms:
+        needle = term if case_sensitive else term.casefold()
+        (found if needle in haystack else missing).append(term)
+    return found, missing
+
+
+def contains_all(target: Target, terms: list[str], case_sensitive: bool = False) -> CheckResult:
+    """The share of `terms` present in the text (1.0 when all are)."""
+    if not terms:
+        raise ValueError("contains_all needs a non-empty `terms` list in scoring.config")
+    found, missing = _find_terms(_text(target), terms, case_sensitive)
+    evidence = [f"missing: {', '.join(missing)}"] if missing else []
+    return CheckResult(len(found) / len(terms), evidence)
+
+
+def contains_none(target: Target, terms: list[str], case_sensitive: bool = False) -> CheckResult:
+    """MET when none of `terms` appears in the text."""
+    found, _ = _find_terms(_text(target), terms, case_sensitive)
+    return CheckResult(not found, [f"found: {', '.join(found)}"] if found else [])
+
+
+def _compile(pattern: str, flags: str) -> re.Pattern[str]:
+    known = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
+    value = 0
+    for flag in flags:
+        if flag not in known:
+            raise ValueError(
+                f"unknown regex flag {flag!r} in scoring.config.flags; use i, m, s or x"
+            )
+        value |= known[flag]
+    try:
+        return re.compile(pattern, value)
+    except re.error as error:
+        raise ValueError(f"invalid regex {pattern!r} in scoring.config.pattern: {error}") from None
+
+
+def matches_regex(target: Target, pattern: str, flags: str = "") -> CheckResult:
+    """MET when `pattern` matches somewhere in the text (flags: any of i, m, s, x)."""
+    match = _compile(pattern, flags).search(_text(target))
+    return CheckResult(match is not None, [] if match else [f"no match for /{pattern}/"])
+
+
+def no_regex_match(target: Target, pattern: str, flags: str = "") -> CheckResult:
+    """MET when `pattern` matches nowhere in the text."""
+    matches = [m.group(0) for m in _compile(pattern, flags).finditer(_text(target))][:10]
+    return CheckResult(not matches, [f"matched: {m!r}" for m in matches])
+
+
+def valid_json(target: Target) -> CheckResult:
+    """MET when the content is JSON (already-parsed JSON content counts)."""
+    try:
+        _json(target)
+    except json.JSONDecodeError as error:
+        return CheckResult(
+            False, [f"not JSON: line {error.lineno}, column {error.colno}: {error.msg}"]
+        )
+    return CheckResult(True)
+
+
+def _dig(data: Any, path: str) -> Any:
+    for part in [p for p in path.split(".") if p]:
+        if isinstance(data, Mapping):
+            data = data[part]
+        elif isinstance(data, list) and part.lstrip("-").isdigit():
+            data = data[int(part)]
+        else:
+            raise KeyError(part)
+    return data
+
+
+def _not_json(error: json.JSONDecodeError) -> str:
+    return f"not JSON: line {error.lineno}, column {error.colno}: {error.msg}"
+
+
+def json_has_keys(target: Target, keys: list[str]) -> CheckResult:
+    """The share of dotted key paths in `keys` present in the JSON content."""
+    if not keys:
+        raise ValueError("json_has_keys needs a non-empty `keys` list in scoring.config")
+    try:
+        data = _json(target)
+    except json.JSONDecodeError as error:
+        return CheckResult(False, [_not_json(error)])
+    missing = []
+    for key in keys:
+        try:
+            _dig(data, key)
+        except (KeyError, IndexError, TypeError):
+            missing.append(key)
+    return CheckResult(
+        1 - len(missing) / len(keys), [f"missing: {', '.join(missing)}"] if missing else []
+    )
+
+
+def json_array_length(
+    target: Target,
+    path: str = "",
+    min: int | None = None,
+    max: int | None = None,
+) -> CheckResult:
+    """MET when the JSON array at dotted `path` has min..max items."""
+    try:
+        value = _dig(_json(target), path)
+    except json.JSONDecodeError as error:
+        return CheckResult(False, [_not_json(error)])
+    except (KeyError, IndexError, TypeError):
+        return CheckResult(False, [f"no value at {path or '(root)'}"])
+    if not isinstance(value, list):
+        return CheckResult(False, [f"{path or '(root)'} is not an array"])
+    return _between(len(value), "items", min, max)
+
+
+def no_email_addresses(target: Target) -> CheckResult:
+    """MET when the text holds no e-mail address."""
+    found = _EMAIL.findall(_text(target))[:10]
+    return CheckResult(not found, [f"e-mail address: {f}" for f in found])
+
+
+def _is_phone(candidate: str) -> bool:
+    """A phone number: 7 to 15 digits, written with a + prefix or with separators
+    (a bare run of digits is an order number; IP addresses, dates and year ranges are not)."""
+    digits = sum(ch.isdigit() for ch in candidate)
+    if not 7 <= digits <= 15 or _NOT_PHONE.match(candidate):
+        return False
+    return candidate.startswith("+") or any(ch in candidate for ch in " ()-.")
+
+
+def no_phone_numbers(target: Target) -> CheckResult:
+    """MET when the text holds nothing that looks like a phone number."""
+    found = [
+        m
+        for m in (c.group(0).strip() for c in _PHONE_CANDIDATE.finditer(_text(target)))
+        if _is_phone(m)
+    ][:10]
+    return CheckResult(not found, [f"phone number: {f}" for f in found])
+
+
+def no_secrets(target: Target) -> CheckResult:
+    """MET when the text holds no API key, token, private key or password literal."""
+    text = _text(target)
+    found = [kind for kind, pattern in _SECRETS.items() if pattern.search(text)]
+    return CheckResult(not found, [f"looks like a {kind}" for kind in found])
+
+
+def contains_any(target: Target, terms: list[str], case_sensitive: bool = False) -> CheckResult:
+    """MET when any of `terms` appears (for penalty criteria: the problem is present)."""
+    found, _ = _find_terms(_text(target), terms, case_sensitive)
+    return CheckResult(bool(found), [f"found: {', '.join(found)}"] if found else [])
+
+
+def contains_secrets(target: Target) -> CheckResult:
+    """MET when the text holds an API key, token, private key or password literal
+    (the inverse of `no_secrets`, for penalty criteria)."""
+    clean = no_secrets(target)
+    return CheckResult(not clean.value, clean.evidence)
+
+
+def _meta(check: str) -> Callable[[Target], str]:
+    def run(target: Target) -> str:
+        from rubricflow.engine.meta import META_CHECKS
+        from rubricflow.model import Rubric, parse_rubric
+
+        content = target.content
+        rubric = content if isinstance(content, Rubric) else parse_rubric(_json(target))
+        return META_CHECKS[check](rubric).level
+
+    run.__name__ = f"meta_{check}"
+    run.__doc__ = f"The meta-rubric's {check.replace('_', ' ')} check on a rubric document."
+    return run
+
+
+BUILTIN_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "non_empty": non_empty,
+    "word_count_between": word_count_between,
+    "char_count_between": char_count_between,
+    "contains_all": contains_all,
+    "contains_none": contains_none,
+    "contains_any": contains_any,
+    "matches_regex": matches_regex,
+    "no_regex_match": no_regex_match,
+    "valid_json": valid_json,
+    "json_has_keys": json_has_keys,
+    "json_array_length": json_array_length,
+    "no_email_addresses": no_email_addresses,
+    "no_phone_numbers": no_phone_numbers,
+    "no_secrets": no_secrets,
+    "contains_secrets": contains_secrets,
+    **{
+        f"meta.{name}": _meta(name)
+        for name in (
+            "criteria_coverage",
+            "criteria_independence",
+            "weight_distribution",
+            "threshold_reasonableness",
+            "level_ordering",
+        )
+    },
+}
+
+
+@hookimpl
+def rubricflow_check_functions() -> Mapping[str, Callable[..., Any]]:
+    return BUILTIN_FUNCTIONS

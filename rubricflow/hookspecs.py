@@ -1,0 +1,78 @@
+"""Hook specifications: everything that varies in rubricflow is contributed through these.
+
+A plugin is any object or module with functions marked `@hookimpl` whose names match
+the specs below. Built-in scorers, functions, formats and providers are registered
+through the very same hooks, and third-party plugins are found through the
+`rubricflow` entry-point group. Every hook returning items returns a sequence; the
+plugin manager gathers them across plugins and reports name clashes naming both
+plugins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from rubricflow.formats.base import RubricFormat
+    from rubricflow.scorers.base import Scorer
+
+__all__ = ["PROJECT_NAME", "RubricflowHookSpecs", "hookimpl", "hookspec"]
+
+PROJECT_NAME = "rubricflow"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+class RubricflowHookSpecs:
+    """The hooks a rubricflow plugin may implement."""
+
+    @hookspec
+    def rubricflow_scorers(self) -> Sequence[Scorer]:  # type: ignore[empty-body]
+        """Called once when the plugin manager is built.
+
+        Return the scorer objects this plugin provides. Each has a unique `name` (the
+        `scoring.method` a criterion names, e.g. `deterministic`) and an async
+        `score(criterion, target, context)` returning a `CriterionResult`.
+        """
+
+    @hookspec
+    def rubricflow_check_functions(self) -> Mapping[str, Callable[..., Any]]:  # type: ignore[empty-body]
+        """Called once when the plugin manager is built.
+
+        Return `{registered_name: function}` for deterministic checks. A function takes
+        the target (and the criterion's `scoring.config` as keyword arguments when it
+        accepts them) and returns a level id, a bool (MET/UNMET) or a float in 0..1;
+        it may be async.
+        """
+
+    @hookspec
+    def rubricflow_formats(self) -> Sequence[RubricFormat]:  # type: ignore[empty-body]
+        """Called once when the plugin manager is built.
+
+        Return rubric format objects: each has a `name`, a `detect(document)` returning a
+        confidence in 0..1 and a `load(document, source=..., base_dir=...)` returning the
+        rubrics a document holds plus import warnings.
+        """
+
+    @hookspec
+    def rubricflow_llm_providers(self) -> Mapping[str, Callable[..., Any]]:  # type: ignore[empty-body]
+        """Called once when the plugin manager is built.
+
+        Return `{spec_prefix: factory}` for LLM providers. A spec string such as
+        `openai:gpt-4o-mini` is parsed into a `rubricflow.llm.ProviderSpec` and handed to
+        the factory registered for `openai`, which returns an `LLMProvider`.
+        """
+
+    @hookspec
+    def rubricflow_artifact_transition(self, event: Mapping[str, Any]) -> Any:
+        """Called after an artifact transition has been committed, with the event as a
+        mapping (artifact_id, seq, revision, trigger, source, dest, actor, reason,
+        evaluation_ids, created_at).
+
+        May be a plain function or return an awaitable (async listeners are awaited).
+        A listener that raises is logged; it neither undoes nor blocks the transition.
+        """

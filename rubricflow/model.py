@@ -1,0 +1,631 @@
+"""The rubric data model: immutable, validated values that know nothing of storage or LLMs.
+
+A `Rubric` holds `Criterion` values; a criterion is binary (MET/UNMET), graded by
+`levels` (each with a score in 0..1), or banded by `score_ranges` (AgentV's 0..10
+bands). How a criterion is scored is named by its `Scoring` spec; the scorers
+themselves are plugins. Every rule break raises `RubricValidationError` listing each
+problem with its field path (`criteria[2].score_ranges`) and the fix.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import itertools
+import json
+import math
+import re
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from rubricflow.errors import Problem, RubricValidationError
+
+__all__ = [
+    "SEMVER_PATTERN",
+    "Criterion",
+    "Example",
+    "Level",
+    "Rubric",
+    "Scale",
+    "ScoreRange",
+    "Scoring",
+    "Subcriterion",
+    "UnscoredPolicy",
+    "parse_rubric",
+    "semver_key",
+]
+
+SEMVER_PATTERN = (
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
+)
+_SEMVER = re.compile(SEMVER_PATTERN)
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:/-]*$"
+BAND_MIN, BAND_MAX = 0, 10
+
+UnscoredPolicy = Literal["fail_closed", "exclude", "count_as_zero"]
+
+
+def _rule(path: str, message: str) -> PydanticCustomError:
+    """A model-rule error whose `path` (relative to the value being validated) survives into
+    the problem list, so a duplicate level id reports `criteria[1].levels[2].id`."""
+    return PydanticCustomError("rubric_rule", "{message}", {"path": path, "message": message})
+
+
+_MAX_INT_BITS = 4000  # well under Python's 4300-digit limit for int <-> str conversion
+
+
+def _json_key(key: Any, path: str) -> str:
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bool) or key is None:
+        return json.dumps(key)
+    if (isinstance(key, int) and key.bit_length() <= _MAX_INT_BITS) or (
+        isinstance(key, float) and math.isfinite(key)
+    ):
+        return str(key)
+    raise _rule(path, f"key {_shown(key)} is not text; quote it")
+
+
+def _json_value(value: Any, path: str) -> Any:
+    """`value` as plain JSON data (text keys, lists, finite numbers), so a rubric dumps and
+    loads back unchanged; anything that has no JSON form is a rule break at `path`."""
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int):
+        if value.bit_length() > _MAX_INT_BITS:
+            raise _rule(path, "whole number too large to write as JSON; use a smaller one")
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _rule(path, f"{value} is not a finite number; JSON has no inf or nan")
+        return value
+    if isinstance(value, Mapping):
+        result: dict[str, Any] = {}
+        for key, item in value.items():
+            text = _json_key(key, path)
+            where = f"{path}.{text}" if path else text
+            if text in result:
+                raise _rule(where, f"key {text!r} appears twice once keys are text; rename one")
+            result[text] = _json_value(item, where)
+        return result
+    if isinstance(value, list | tuple):
+        return [_json_value(item, f"{path}[{index}]") for index, item in enumerate(value)]
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    raise _rule(
+        path,
+        f"a {type(value).__name__} has no JSON form; use text, numbers, true/false, null, "
+        "lists and mappings",
+    )
+
+
+def _json_mapping(value: Any) -> Any:
+    """Before-validator for free-form mappings (metadata, scorer config, JSON Schemas)."""
+    if not isinstance(value, Mapping):
+        return value
+    try:
+        return _json_value(value, "")
+    except RecursionError:
+        raise _rule("", "nested too deeply; flatten it") from None
+
+
+JsonMapping = Annotated[dict[str, Any], BeforeValidator(_json_mapping)]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        allow_inf_nan=False,
+        populate_by_name=True,
+        str_strip_whitespace=False,
+    )
+
+
+class Level(_Frozen):
+    """One grade of a graded criterion; `score` is its value on the normalised 0..1 scale."""
+
+    id: Annotated[str, Field(min_length=1, pattern=ID_PATTERN)]
+    label: str = ""
+    description: str = ""
+    score: Annotated[float, Field(ge=0.0, le=1.0)]
+    indicators: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _default_label(self) -> Level:
+        if not self.label:
+            object.__setattr__(self, "label", self.id)
+        return self
+
+
+class ScoreRange(_Frozen):
+    """An AgentV band: judge scores `min`..`max` (whole numbers, inclusive) mean `description`."""
+
+    min: Annotated[int, Field(ge=BAND_MIN, le=BAND_MAX)]
+    max: Annotated[int, Field(ge=BAND_MIN, le=BAND_MAX)]
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ScoreRange:
+        if self.min > self.max:
+            raise _rule("", f"band {self.min}-{self.max} ends before it starts; swap min and max")
+        return self
+
+
+def _expand_band_shorthand(value: Any) -> Any:
+    """AgentV's shorthand `{0: "...", 3: "...", 10: "..."}`: keys are lower bounds, each band
+    ends one below the next key and the last one ends at 10."""
+    if not isinstance(value, Mapping):
+        return value
+    bounds: list[tuple[int, Any]] = []
+    for key, text in value.items():
+        shown = _shown(key)
+        where = key if isinstance(key, str) else shown
+        try:
+            number = float(key)
+        except OverflowError:
+            number = math.inf
+        except (TypeError, ValueError):
+            raise _rule(
+                where, f"band key {shown} is not a number; keys are band lower bounds 0..10"
+            ) from None
+        if not number.is_integer() or not BAND_MIN <= number <= BAND_MAX:
+            raise _rule(where, f"band key {shown} must be a whole number from 0 to 10")
+        if any(low == int(number) for low, _text in bounds):
+            raise _rule(where, f"band key {shown} repeats lower bound {int(number)}; keep one")
+        bounds.append((int(number), text))
+    bounds.sort(key=lambda item: item[0])
+    bands = []
+    for index, (low, text) in enumerate(bounds):
+        high = bounds[index + 1][0] - 1 if index + 1 < len(bounds) else BAND_MAX
+        bands.append({"min": low, "max": high, "description": text})
+    return bands
+
+
+BandList = Annotated[
+    tuple[ScoreRange, ...],
+    BeforeValidator(
+        _expand_band_shorthand,
+        json_schema_input_type=list[ScoreRange] | dict[str, str],
+    ),
+]
+
+
+class Example(_Frozen):
+    """A few-shot example for judges: an output, and what it earned (a level id or a score)."""
+
+    input: str | None = None
+    output: str
+    score: float | None = None
+    level: str | None = None
+    label: str | None = None
+    explanation: str | None = None
+
+
+class Subcriterion(_Frozen):
+    """An aspect a judge should consider inside its criterion (OpenRubricRL `subcriteria`)."""
+
+    name: Annotated[str, Field(min_length=1)]
+    description: str = ""
+
+
+class Scoring(_Frozen):
+    """How a criterion is scored: the scorer plugin's `method` name and its options.
+
+    `method="llm"` lets the engine pick the LLM strategy that fits the criterion (verdict
+    for binary, level classification for levels, band score for score_ranges).
+    """
+
+    method: Annotated[str, Field(min_length=1)] = "llm"
+    function: str | None = None
+    schema_: JsonMapping | None = Field(default=None, alias="schema")
+    schema_ref: str | None = None
+    template: str | None = None
+    output_schema: JsonMapping | None = None
+    metric: str | None = None
+    model: str | None = None
+    config: JsonMapping = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _options_fit_method(self) -> Scoring:
+        if self.method == "deterministic" and not self.function:
+            raise _rule(
+                "function",
+                "the deterministic method needs `function`: a registered check name "
+                "(or `module:function`, imported only when the caller allows it)",
+            )
+        if self.method == "schema" and self.schema_ is None and not self.schema_ref:
+            raise _rule(
+                "schema",
+                "the schema method needs `schema` (an inline JSON Schema) or `schema_ref` "
+                "(a file path relative to the rubric file)",
+            )
+        if self.method == "metric" and not self.metric:
+            raise _rule("metric", "the metric method needs `metric`: a metric name such as bleu")
+        if self.schema_ is not None:
+            _check_json_schema(self.schema_)
+        if self.output_schema is not None:
+            _check_json_schema(self.output_schema, field="output_schema")
+        if self.template is not None:
+            _check_template(self.template)
+        return self
+
+
+def _check_json_schema(schema: dict[str, Any], field: str = "schema") -> None:
+    from jsonschema import exceptions, validators
+
+    dialect = schema.get("$schema")
+    if dialect is not None and not isinstance(dialect, str):
+        raise _rule(
+            f"{field}.$schema",
+            f"`$schema` must be the URI of a JSON Schema dialect (got {_shown(dialect)}); "
+            "write e.g. https://json-schema.org/draft/2020-12/schema or leave it out",
+        )
+    try:
+        validators.validator_for(schema).check_schema(schema)
+    except exceptions.SchemaError as error:
+        where = "/".join(str(part) for part in error.absolute_path) or "(root)"
+        raise _rule(
+            field,
+            f"not a valid JSON Schema at {where}: {error.message}; fix the schema",
+        ) from None
+    except (RecursionError, ValueError, TypeError, LookupError) as error:
+        raise _rule(field, f"cannot check this JSON Schema: {error}; fix the schema") from None
+
+
+def _check_template(template: str) -> None:
+    from jinja2 import TemplateSyntaxError
+    from jinja2.sandbox import SandboxedEnvironment
+
+    try:
+        SandboxedEnvironment().parse(template)
+    except TemplateSyntaxError as error:
+        raise _rule(
+            "template",
+            f"Jinja2 template syntax error at template line {error.lineno}: {error.message}; "
+            "fix the template",
+        ) from None
+    except RecursionError:
+        raise _rule("template", "Jinja2 template is nested too deeply; simplify it") from None
+
+
+class Criterion(_Frozen):
+    """One thing a rubric checks. Weight may be negative (a penalty criterion); `required`
+    makes a failure of this criterion fail the whole evaluation."""
+
+    id: Annotated[str, Field(min_length=1, pattern=ID_PATTERN)]
+    name: str = ""
+    description: str = ""
+    weight: float = 1.0
+    required: StrictBool = False
+    min_score: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+    levels: tuple[Level, ...] = ()
+    score_ranges: BandList = ()
+    examples: tuple[Example, ...] = ()
+    subcriteria: tuple[Subcriterion, ...] = ()
+    scoring: Scoring = Field(default_factory=Scoring)
+    section: str | None = None
+
+    @property
+    def kind(self) -> Literal["binary", "levels", "bands"]:
+        """binary (MET/UNMET), levels (graded) or bands (0..10 score ranges)."""
+        if self.levels:
+            return "levels"
+        if self.score_ranges:
+            return "bands"
+        return "binary"
+
+    def level(self, level_id: str) -> Level | None:
+        return next((level for level in self.levels if level.id == level_id), None)
+
+    @property
+    def lowest_level(self) -> Level | None:
+        return min(self.levels, key=lambda level: level.score) if self.levels else None
+
+    @property
+    def highest_level(self) -> Level | None:
+        return max(self.levels, key=lambda level: level.score) if self.levels else None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Criterion:
+        if not self.name:
+            object.__setattr__(self, "name", self.id)
+        if self.levels and self.score_ranges:
+            raise _rule(
+                "score_ranges",
+                "a criterion is graded by `levels` or by `score_ranges`, not both; remove one",
+            )
+        if len(self.levels) == 1:
+            raise _rule(
+                "levels",
+                "a graded criterion needs at least two levels; for pass/fail leave `levels` out",
+            )
+        seen: dict[str, int] = {}
+        for index, level in enumerate(self.levels):
+            if level.id in seen:
+                raise _rule(
+                    f"levels[{index}].id",
+                    f"duplicate level id {level.id!r} (also levels[{seen[level.id]}]); "
+                    "give every level of a criterion its own id",
+                )
+            seen[level.id] = index
+        for index, example in enumerate(self.examples):
+            if example.level is not None and example.level not in seen:
+                valid = ", ".join(seen) or "none; this criterion has no levels"
+                raise _rule(
+                    f"examples[{index}].level",
+                    f"example level {example.level!r} is not a level of this criterion "
+                    f"(levels: {valid}); use one of its level ids or give a `score`",
+                )
+        _check_bands(self.score_ranges)
+        return self
+
+
+def _check_bands(bands: tuple[ScoreRange, ...]) -> None:
+    if not bands:
+        return
+    ordered = sorted(bands, key=lambda band: (band.min, band.max))
+    if ordered[0].min != BAND_MIN:
+        raise _rule(
+            "score_ranges",
+            f"bands leave a gap: nothing covers {BAND_MIN}-{ordered[0].min - 1}; "
+            "the first band must start at 0",
+        )
+    for previous, band in itertools.pairwise(ordered):
+        if band.min <= previous.max:
+            raise _rule(
+                "score_ranges",
+                f"bands {previous.min}-{previous.max} and {band.min}-{band.max} overlap; "
+                "start each band one above the previous band's end",
+            )
+        if band.min > previous.max + 1:
+            raise _rule(
+                "score_ranges",
+                f"bands leave a gap: nothing covers {previous.max + 1}-{band.min - 1}; "
+                "bands must cover 0..10 without gaps",
+            )
+    if ordered[-1].max != BAND_MAX:
+        raise _rule(
+            "score_ranges",
+            f"bands leave a gap: nothing covers {ordered[-1].max + 1}-{BAND_MAX}; "
+            "the last band must end at 10",
+        )
+
+
+class Scale(_Frozen):
+    """The scale scores are also reported on (e.g. 0..10); `discrete` rounds the scaled score."""
+
+    min: float = 0.0
+    max: float = 1.0
+    type: Literal["continuous", "discrete"] = "continuous"
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Scale:
+        if not self.max > self.min:
+            raise _rule("max", f"scale max ({self.max}) must be greater than min ({self.min})")
+        return self
+
+    def from_unit(self, score: float) -> float:
+        """Map a normalised 0..1 score onto this scale (discrete scales round halves up, so
+        0.5 on 0..5 is 3, not Python's round-half-to-even 2)."""
+        value = self.min + score * (self.max - self.min)
+        if self.type == "discrete":
+            return float(math.floor(round(value, 9) + 0.5))
+        return value
+
+
+def _declare_schema_pointer(schema: dict[str, Any]) -> None:
+    properties = schema.setdefault("properties", {})
+    properties["$schema"] = {
+        "description": "URI of this JSON Schema, for editors; ignored when loading",
+        "type": "string",
+    }
+
+
+class Rubric(_Frozen):
+    """A versioned rubric: criteria, how they aggregate, and when the result passes."""
+
+    model_config = ConfigDict(json_schema_extra=_declare_schema_pointer)
+
+    id: Annotated[str, Field(min_length=1, pattern=ID_PATTERN)]
+    name: str = ""
+    version: str = "1.0.0"
+    description: str = ""
+    target_type: str | None = None
+    pass_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.7
+    scale: Scale = Field(default_factory=Scale)
+    unscored_policy: UnscoredPolicy = "fail_closed"
+    criteria: Annotated[tuple[Criterion, ...], Field(min_length=1)]
+    metadata: JsonMapping = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_schema_pointer(cls, data: Any) -> Any:
+        """A document may name its JSON Schema in `$schema` (editors use it); it is not
+        part of the rubric."""
+        if isinstance(data, Mapping) and "$schema" in data:
+            if not isinstance(data["$schema"], str):
+                raise _rule("$schema", "`$schema` must be the URI of the rubric JSON Schema")
+            data = {key: value for key, value in data.items() if key != "$schema"}
+        return data
+
+    @field_validator("version")
+    @classmethod
+    def _semver(cls, value: str) -> str:
+        if not _SEMVER.match(value):
+            raise _rule(
+                "",
+                f"version {value!r} is not semantic versioning; write MAJOR.MINOR.PATCH "
+                "such as 1.0.0 (optionally -pre.1 or +build)",
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _unique_criteria(self) -> Rubric:
+        if not self.name:
+            object.__setattr__(self, "name", self.id)
+        seen: dict[str, int] = {}
+        for index, criterion in enumerate(self.criteria):
+            if criterion.id in seen:
+                raise _rule(
+                    f"criteria[{index}].id",
+                    f"duplicate criterion id {criterion.id!r} "
+                    f"(also criteria[{seen[criterion.id]}]); give every criterion its own id",
+                )
+            seen[criterion.id] = index
+        return self
+
+    def criterion(self, criterion_id: str) -> Criterion | None:
+        return next((c for c in self.criteria if c.id == criterion_id), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The native document for this rubric (defaults left out, JSON-compatible)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+
+    @cached_property
+    def content_hash(self) -> str:
+        """sha256 of the canonical JSON of `to_dict()`; fields left at their defaults do not
+        count, so adding an optional field in a later release leaves old hashes unchanged."""
+        canonical = json.dumps(
+            self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+_FIX_BY_TYPE = {
+    "missing": "required field is missing; add it",
+    "extra_forbidden": "unknown field; remove it or check its spelling",
+    "string_type": "expected text (a string)",
+    "float_type": "expected a number",
+    "float_parsing": "expected a number",
+    "int_type": "expected a whole number",
+    "int_parsing": "expected a whole number",
+    "int_from_float": "expected a whole number",
+    "bool_type": "expected true or false",
+    "bool_parsing": "expected true or false",
+    "dict_type": "expected a mapping (key: value pairs)",
+    "model_type": "expected a mapping (key: value pairs)",
+    "model_attributes_type": "expected a mapping (key: value pairs)",
+    "list_type": "expected a list",
+    "tuple_type": "expected a list",
+    "finite_number": "expected a finite number (not inf or nan)",
+    "string_too_short": "must not be empty; write some text",
+}
+_BOUND_TYPES = ("greater_than", "greater_than_equal", "less_than", "less_than_equal")
+
+
+def _format_loc(loc: tuple[int | str, ...]) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path
+
+
+def problems_from_validation_error(error: ValidationError) -> list[Problem]:
+    """Turn pydantic's errors into `Problem`s with native field paths and a fix each."""
+    problems: list[Problem] = []
+    details = error.errors(include_url=False)
+    for detail in details:
+        # pydantic puts the failing member of a union or a before-validator in the loc; drop it
+        loc = tuple(
+            part
+            for part in detail["loc"]
+            if not (isinstance(part, str) and ("[" in part or part.startswith("function-")))
+        )
+        path = _format_loc(loc)
+        kind = detail["type"]
+        ctx = detail.get("ctx") or {}
+        if kind == "rubric_rule":
+            extra = str(ctx.get("path", ""))
+            if extra:
+                path = f"{path}{'' if extra.startswith('[') or not path else '.'}{extra}"
+            message = str(ctx.get("message", detail["msg"]))
+        elif kind == "too_short":
+            if any(
+                other["loc"][: len(detail["loc"])] == detail["loc"] and other is not detail
+                for other in details
+            ):
+                continue  # the items themselves failed; their problems say why
+            what = "criterion" if path == "criteria" else "item"
+            message = f"needs at least one {what}; add one under `{path.split('.')[-1]}`"
+        elif kind in _FIX_BY_TYPE:
+            got = detail.get("input")
+            shown = "" if kind in ("missing", "extra_forbidden") else f" (got {_shown(got)})"
+            message = f"{_FIX_BY_TYPE[kind]}{shown}"
+            if kind == "string_type" and isinstance(got, bool):
+                message += "; YAML reads yes/no/on/off/true/false as booleans, so quote it"
+        elif kind in _BOUND_TYPES:
+            message = f"{detail['msg']} (got {_shown(detail.get('input'))})"
+        else:
+            message = detail["msg"]
+            if message.startswith("Value error, "):
+                message = message[len("Value error, ") :]
+            if kind == "string_pattern_mismatch" and path.endswith("id"):
+                message = (
+                    f"id {_shown(detail.get('input'))} may use letters, digits and _ . : / - "
+                    "and must start with a letter or digit"
+                )
+        problems.append(Problem(path, message))
+    return problems
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, int) and value.bit_length() > _MAX_INT_BITS:
+        return "a whole number too large to show"
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):
+        return f"a {type(value).__name__}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return text
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def parse_rubric(data: Any, source: str | None = None) -> Rubric:
+    """Validate a native rubric document (a mapping) into a `Rubric`.
+
+    Raises `RubricValidationError` naming each problem's field path and fix.
+    """
+    if not isinstance(data, Mapping):
+        raise RubricValidationError(
+            [Problem("", f"a rubric is a mapping of fields, got {type(data).__name__}")], source
+        )
+    try:
+        return Rubric.model_validate(dict(data))
+    except ValidationError as error:
+        raise RubricValidationError(problems_from_validation_error(error), source) from None
+
+
+def semver_key(version: str) -> tuple[Any, ...]:
+    """A sort key ordering versions as semver does (pre-releases before the release,
+    numeric identifiers numerically, build metadata ignored)."""
+    match = _SEMVER.match(version)
+    if not match:
+        raise ValueError(f"not a semantic version: {version!r}")
+    major, minor, patch, pre, _build = match.groups()
+    if pre is None:
+        pre_key: tuple[Any, ...] = (1,)
+    else:
+        parts = tuple(
+            (0, int(part), "") if part.isdigit() else (1, 0, part) for part in pre.split(".")
+        )
+        pre_key = (0, parts)
+    return (int(major), int(minor), int(patch), pre_key)

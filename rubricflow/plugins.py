@@ -1,0 +1,267 @@
+"""Build the plugin manager: built-ins, entry-point plugins, blocking, and name clashes.
+
+Nothing is registered at import time; `create_plugin_manager()` builds a fresh
+`PluginRegistry` and `default_plugins()` caches one for callers that pass none.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+from rubricflow.errors import PluginConflictError, PluginError
+from rubricflow.hookspecs import PROJECT_NAME, RubricflowHookSpecs
+
+if TYPE_CHECKING:
+    from rubricflow.formats.base import RubricFormat
+    from rubricflow.scorers.base import Scorer
+
+__all__ = [
+    "BLOCK_ENV",
+    "BUILTIN_PLUGINS",
+    "ENTRY_POINT_GROUP",
+    "PluginInfo",
+    "PluginRegistry",
+    "create_plugin_manager",
+    "default_plugins",
+    "reset_default_plugins",
+]
+
+logger = logging.getLogger("rubricflow.plugins")
+
+ENTRY_POINT_GROUP = PROJECT_NAME
+BLOCK_ENV = "RUBRICFLOW_DISABLE_PLUGINS"
+BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (
+    ("builtin-formats", "rubricflow.formats.builtin"),
+    ("builtin-scorers", "rubricflow.scorers.builtin"),
+    ("builtin-functions", "rubricflow.functions"),
+    ("builtin-llm-providers", "rubricflow.llm.builtin"),
+)
+_BUILTIN_NAMES = {name for name, _ in BUILTIN_PLUGINS}
+
+
+@dataclass
+class PluginInfo:
+    """What one registered plugin contributes, for `rubricflow plugins`."""
+
+    name: str
+    distribution: str | None = None
+    version: str | None = None
+    scorers: list[str] = field(default_factory=list)
+    functions: list[str] = field(default_factory=list)
+    formats: list[str] = field(default_factory=list)
+    providers: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "distribution": self.distribution,
+            "version": self.version,
+            "scorers": self.scorers,
+            "functions": self.functions,
+            "formats": self.formats,
+            "providers": self.providers,
+        }
+
+
+class PluginRegistry:
+    """The plugins of one rubricflow session, with their contributions gathered by name."""
+
+    def __init__(self, manager: pluggy.PluginManager, dists: Mapping[str, tuple[str, str]]):
+        self.manager = manager
+        self._dists = dict(dists)
+        self._infos: dict[str, PluginInfo] = {}
+        for name, plugin in manager.list_name_plugin():
+            if plugin is not None:
+                dist = self._dists.get(name)
+                self._infos[name] = PluginInfo(
+                    name, dist[0] if dist else None, dist[1] if dist else None
+                )
+        self.scorers: dict[str, Scorer] = self._gather(
+            "rubricflow_scorers", "scorer", "scorers", lambda item: item.name, as_items=True
+        )
+        self.functions: dict[str, Callable[..., Any]] = self._gather(
+            "rubricflow_check_functions", "check function", "functions", None
+        )
+        self.formats: dict[str, RubricFormat] = self._gather(
+            "rubricflow_formats", "rubric format", "formats", lambda item: item.name, as_items=True
+        )
+        self.providers: dict[str, Callable[..., Any]] = self._gather(
+            "rubricflow_llm_providers", "LLM provider", "providers", None
+        )
+
+    def _gather(
+        self,
+        hook_name: str,
+        what: str,
+        info_field: str,
+        name_of: Callable[[Any], str] | None,
+        as_items: bool = False,
+    ) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        owners: dict[str, str] = {}
+        hook = getattr(self.manager.hook, hook_name)
+        for impl in reversed(hook.get_hookimpls()):
+            try:
+                contributed = impl.function()
+            except Exception as error:
+                raise PluginError(
+                    f"plugin {impl.plugin_name!r} failed in {hook_name}: {error}; "
+                    f"fix the plugin or disable it with {BLOCK_ENV}={impl.plugin_name}"
+                ) from error
+            if contributed is None:
+                continue
+            pairs: Iterable[tuple[str, Any]]
+            try:
+                if as_items:
+                    assert name_of is not None
+                    pairs = [(name_of(item), item) for item in contributed]
+                else:
+                    pairs = list(dict(contributed).items())
+            except (TypeError, ValueError, AttributeError) as error:
+                raise PluginError(
+                    f"plugin {impl.plugin_name!r} returned something unusable from {hook_name} "
+                    f"({error}); fix the plugin or disable it with "
+                    f"{BLOCK_ENV}={impl.plugin_name}"
+                ) from error
+            for name, item in pairs:
+                if name in owners:
+                    third_party = [
+                        p for p in (impl.plugin_name, owners[name]) if p not in _BUILTIN_NAMES
+                    ]
+                    culprit = third_party[0] if third_party else impl.plugin_name
+                    raise PluginConflictError(
+                        f"{what} {name!r} is registered by both plugin {owners[name]!r} and "
+                        f"plugin {impl.plugin_name!r}; uninstall one or disable it with "
+                        f"{BLOCK_ENV}={culprit}"
+                    )
+                owners[name] = impl.plugin_name
+                found[name] = item
+                info = self._infos.setdefault(impl.plugin_name, PluginInfo(impl.plugin_name))
+                getattr(info, info_field).append(name)
+        return found
+
+    def plugins(self) -> list[PluginInfo]:
+        """Every registered plugin and what it contributes, built-ins first."""
+        return list(self._infos.values())
+
+    async def notify(self, event: Mapping[str, Any]) -> None:
+        """Tell artifact-transition listeners about a committed transition, in registration
+        order; a listener that raises is logged and skipped."""
+        for impl in self.manager.hook.rubricflow_artifact_transition.get_hookimpls():
+            try:
+                outcome = impl.function(event=event)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:
+                logger.exception(
+                    "listener %s failed on artifact %s %s; the transition stands",
+                    impl.plugin_name,
+                    event.get("artifact_id"),
+                    event.get("trigger"),
+                )
+
+
+def _invalid_plugin(name: str, error: Exception) -> PluginError:
+    return PluginError(
+        f"plugin {name!r} has an invalid hook implementation: {error}; "
+        f"fix the plugin or disable it with {BLOCK_ENV}={name}"
+    )
+
+
+def _blocked_names(blocked: Iterable[str] | None) -> set[str]:
+    names = {name.strip() for name in os.environ.get(BLOCK_ENV, "").split(",") if name.strip()}
+    names.update(blocked or ())
+    return names
+
+
+def create_plugin_manager(
+    *,
+    plugins: Sequence[object] = (),
+    load_entry_points: bool = True,
+    builtins: bool = True,
+    blocked: Iterable[str] | None = None,
+) -> PluginRegistry:
+    """Build a plugin registry: built-ins, then `rubricflow` entry points, then `plugins`.
+
+    Plugins named in `blocked` or in the `RUBRICFLOW_DISABLE_PLUGINS` environment
+    variable (comma-separated) are skipped. Raises `PluginConflictError` when two plugins
+    register the same name and `PluginError` when an entry point cannot be loaded.
+    """
+    manager = pluggy.PluginManager(PROJECT_NAME)
+    manager.add_hookspecs(RubricflowHookSpecs)
+    skip = _blocked_names(blocked)
+    for name in skip:
+        manager.set_blocked(name)
+    dists: dict[str, tuple[str, str]] = {}
+    if builtins:
+        from rubricflow import __version__
+
+        for name, module_name in BUILTIN_PLUGINS:
+            if name not in skip:
+                manager.register(importlib.import_module(module_name), name=name)
+                dists[name] = ("rubricflow", __version__)
+    if load_entry_points:
+        for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
+            if entry_point.name in skip or manager.has_plugin(entry_point.name):
+                continue
+            try:
+                plugin = entry_point.load()
+            except Exception as error:
+                raise PluginError(
+                    f"cannot load plugin {entry_point.name!r} ({entry_point.value}): {error}; "
+                    f"reinstall it or disable it with {BLOCK_ENV}={entry_point.name}"
+                ) from error
+            try:
+                manager.register(plugin, name=entry_point.name)
+            except pluggy.PluginValidationError as error:
+                raise _invalid_plugin(entry_point.name, error) from error
+            except ValueError as error:
+                raise PluginConflictError(
+                    f"plugin {entry_point.name!r} cannot be registered: {error}"
+                ) from error
+            if entry_point.dist is not None:
+                dists[entry_point.name] = (entry_point.dist.name, entry_point.dist.version)
+    for plugin in plugins:
+        name = getattr(plugin, "__name__", None) or type(plugin).__name__
+        if name in skip:
+            continue
+        try:
+            manager.register(plugin, name=name)
+        except pluggy.PluginValidationError as error:
+            raise _invalid_plugin(name, error) from error
+        except ValueError as error:
+            raise PluginConflictError(f"plugin {name!r} cannot be registered: {error}") from error
+    try:
+        manager.check_pending()
+    except pluggy.PluginValidationError as error:
+        name = manager.get_name(error.plugin) or repr(error.plugin)
+        raise PluginError(
+            f"plugin {name!r} implements an unknown hook: {error}; hooks are named "
+            f"rubricflow_* (see docs/plugins.md); fix it or disable it with {BLOCK_ENV}={name}"
+        ) from error
+    return PluginRegistry(manager, dists)
+
+
+@lru_cache(maxsize=1)
+def _cached_default() -> PluginRegistry:
+    return create_plugin_manager()
+
+
+def default_plugins() -> PluginRegistry:
+    """The process-wide registry, built on first use (never at import time)."""
+    return _cached_default()
+
+
+def reset_default_plugins() -> None:
+    """Forget the cached registry, so the next `default_plugins()` rebuilds it."""
+    _cached_default.cache_clear()

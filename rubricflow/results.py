@@ -1,0 +1,165 @@
+"""Plain, serialisable values for what goes into and comes out of an evaluation."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cached_property
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "CallOutcome",
+    "CriterionResult",
+    "CriterionStatus",
+    "Evaluation",
+    "LLMCall",
+    "Target",
+    "Verdict",
+]
+
+CriterionStatus = Literal["scored", "error", "unable_to_evaluate"]
+Verdict = Literal["pass", "fail", "incomplete"]
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+class Target(BaseModel):
+    """What is under review: `content` (text or JSON) plus optional context for judges."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    content: Any
+    id: str | None = None
+    query: str | None = None
+    reference: Any = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @cached_property
+    def content_hash(self) -> str:
+        """sha256 of the content (text as is, JSON canonicalised)."""
+        text = self.content if isinstance(self.content, str) else canonical_json(self.content)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    @property
+    def text(self) -> str:
+        """The content as text (JSON content is serialised)."""
+        if isinstance(self.content, str):
+            return self.content
+        return json.dumps(self.content, ensure_ascii=False, indent=2)
+
+
+CallOutcome = Literal[
+    "ok",
+    "cached",
+    "invalid_answer",
+    "timeout",
+    "connection_error",
+    "rate_limited",
+    "http_error",
+    "error",
+]
+
+
+class LLMCall(BaseModel):
+    """One judge request in the call ledger. Prompts and answers are stored as hashes
+    (sha256 hex) only; API keys never appear here."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    provider: str
+    model: str
+    prompt_hash: str
+    response_hash: str | None = None
+    criterion_ids: tuple[str, ...] = ()
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    latency_ms: float = 0.0
+    attempt: int = 1
+    outcome: CallOutcome = "ok"
+    error: str | None = None
+    cost: float | None = None
+    created_at: str = ""
+
+
+class CriterionResult(BaseModel):
+    """The outcome for one criterion. A failure to score is `error` or `unable_to_evaluate`,
+    never a score: `score`, `verdict` and `level` are then empty."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    criterion_id: str
+    status: CriterionStatus
+    score: float | None = None
+    verdict: Literal["MET", "UNMET"] | None = None
+    level: str | None = None
+    judge_score: float | None = None
+    passed: bool | None = None
+    weight: float = 1.0
+    required: bool = False
+    evidence: tuple[str, ...] = ()
+    notes: str = ""
+    reasoning: str | None = None
+    scorer: str = ""
+    duration_ms: float = 0.0
+    llm_calls: tuple[LLMCall, ...] = ()
+
+    @property
+    def scored(self) -> bool:
+        return self.status == "scored"
+
+
+class Evaluation(BaseModel):
+    """A complete, explainable evaluation of one target against one rubric."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    rubric_id: str
+    rubric_version: str
+    rubric_hash: str
+    target_id: str | None
+    target_hash: str
+    verdict: Verdict
+    passed: bool
+    score: float
+    scaled_score: float
+    raw_score: float
+    coverage: float
+    threshold: float
+    unscored_policy: str
+    criteria: tuple[CriterionResult, ...]
+    gating_failures: tuple[str, ...] = ()
+    feedback: str = ""
+    created_at: str = ""
+    duration_ms: float = 0.0
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    feedback_llm_calls: tuple[LLMCall, ...] = ()
+
+    def criterion(self, criterion_id: str) -> CriterionResult | None:
+        return next((r for r in self.criteria if r.criterion_id == criterion_id), None)
+
+    @property
+    def llm_calls(self) -> tuple[LLMCall, ...]:
+        """Every judge call made for this evaluation, in criterion order, then the calls
+        for the LLM feedback summary (`feedback_llm_calls`), if one was asked for."""
+        criteria = tuple(call for result in self.criteria for call in result.llm_calls)
+        return criteria + self.feedback_llm_calls
+
+    def usage(self) -> dict[str, Any]:
+        """Totals for the call ledger: calls (cache hits excluded), cache hits, tokens, cost."""
+        calls = self.llm_calls
+        priced = [c.cost for c in calls if c.cost is not None]
+        return {
+            "llm_calls": sum(c.outcome != "cached" for c in calls),
+            "cache_hits": sum(c.outcome == "cached" for c in calls),
+            "input_tokens": sum(c.input_tokens or 0 for c in calls if c.outcome != "cached"),
+            "output_tokens": sum(c.output_tokens or 0 for c in calls if c.outcome != "cached"),
+            "cost": sum(priced) if priced else None,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")

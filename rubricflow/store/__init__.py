@@ -1,0 +1,61 @@
+"""The persistent store: versioned rubrics, evaluations with their evidence and LLM calls,
+and the judge cache, on SQLite (default) or PostgreSQL.
+
+    async with await Store.open("sqlite+aiosqlite:///reviews.db") as store:
+        await store.rubrics.register(rubric)
+        await store.evaluations.save(evaluation)
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from rubricflow.store.database import Database
+from rubricflow.store.evaluations import EvaluationFilter, EvaluationStore, StoredEvaluation
+from rubricflow.store.judge_cache import StoreJudgeCache
+from rubricflow.store.rubrics import RegisteredRubric, RubricRegistry, RubricVersionInfo
+from rubricflow.store.url import DB_ENV, DEFAULT_URL, resolve_url
+
+__all__ = [
+    "DB_ENV",
+    "DEFAULT_URL",
+    "Database",
+    "EvaluationFilter",
+    "EvaluationStore",
+    "RegisteredRubric",
+    "RubricRegistry",
+    "RubricVersionInfo",
+    "Store",
+    "StoreJudgeCache",
+    "StoredEvaluation",
+    "resolve_url",
+]
+
+
+class Store:
+    """One database and its repositories: `rubrics`, `evaluations`, `judge_cache`."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        self.rubrics = RubricRegistry(database)
+        self.evaluations = EvaluationStore(database)
+        self.judge_cache = StoreJudgeCache(database)
+
+    @classmethod
+    async def open(cls, url: str | None = None, *, upgrade: bool = False) -> Store:
+        """Open the store at `url` (default: $RUBRICFLOW_DB, else ./rubricflow.db)."""
+        return cls(await Database.open(url, upgrade=upgrade))
+
+    async def close(self) -> None:
+        await self.database.close()
+
+    async def __aenter__(self) -> Store:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        await self.close()

@@ -1,0 +1,41 @@
+"""Small helpers shared by the repositories: dialect-aware upserts and timestamps."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+__all__ = ["as_utc", "insert_ignoring_duplicates", "parse_time", "to_utc", "utcnow"]
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def insert_ignoring_duplicates(connection: AsyncConnection, table: sa.Table) -> Any:
+    """INSERT ... ON CONFLICT DO NOTHING, in the connection's dialect."""
+    dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
+    return dialect.insert(table).on_conflict_do_nothing()
+
+
+def as_utc(value: datetime) -> datetime:
+    """SQLite hands back naive datetimes; every stored time is UTC."""
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def to_utc(value: datetime) -> datetime:
+    """`value` as an aware UTC time, for binding: SQLite stores times as text without an
+    offset, so every time must be in UTC before it is written or compared (a naive time is
+    taken to be UTC already)."""
+    return value.astimezone(timezone.utc) if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def parse_time(text: str) -> datetime:
+    """An ISO 8601 time (a trailing `Z` is accepted on every Python) as aware UTC."""
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    return to_utc(datetime.fromisoformat(text))

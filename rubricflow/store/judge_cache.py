@@ -1,0 +1,43 @@
+"""The judge cache kept in the store, so several workers share answers (see rubricflow.llm).
+
+Implements the `JudgeCache` protocol: `await get(key)` and `await put(key, value)`.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from rubricflow.store._sql import insert_ignoring_duplicates, utcnow
+from rubricflow.store.database import Database
+from rubricflow.store.tables import JudgeCacheRow
+
+__all__ = ["StoreJudgeCache"]
+
+_cache = JudgeCacheRow.__table__  # type: ignore[attr-defined]
+
+
+class StoreJudgeCache:
+    """Content-addressed judge answers in the database."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    async def get(self, key: str) -> str | None:
+        async with self.database.transaction() as connection:
+            row = (
+                await connection.execute(sa.select(_cache.c.value).where(_cache.c.key == key))
+            ).first()
+            if row is None:
+                return None
+            await connection.execute(
+                _cache.update().where(_cache.c.key == key).values(hits=_cache.c.hits + 1)
+            )
+        return str(row.value)
+
+    async def put(self, key: str, value: str) -> None:
+        async with self.database.transaction() as connection:
+            await connection.execute(
+                insert_ignoring_duplicates(connection, _cache).values(
+                    key=key, value=value, created_at=utcnow(), hits=0
+                )
+            )

@@ -1,0 +1,282 @@
+"""The versioned rubric registry.
+
+A version, once stored, is immutable: registering the same id, version and content
+again is a no-op, the same id and version with other content is refused. "Latest" is
+the highest semantic version (pre-releases ordered as semver says), never the last
+write. `delete` hides a rubric from latest lookups and keeps every version readable by
+exact version; registering a new version restores it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from rubricflow.errors import NotFoundError, RubricVersionConflictError
+from rubricflow.formats.loader import load_document, load_file
+from rubricflow.model import Rubric, parse_rubric, semver_key
+from rubricflow.store._sql import as_utc, insert_ignoring_duplicates, utcnow
+from rubricflow.store.database import Database
+from rubricflow.store.tables import RubricRow, RubricVersionRow
+
+if TYPE_CHECKING:
+    from rubricflow.plugins import PluginRegistry
+
+__all__ = ["RegisteredRubric", "RubricRegistry", "RubricVersionInfo"]
+
+_rubrics = RubricRow.__table__  # type: ignore[attr-defined]
+_versions = RubricVersionRow.__table__  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class RegisteredRubric:
+    """The outcome of registering one rubric: `created` is False for an identical re-register."""
+
+    rubric: Rubric
+    created: bool
+
+
+@dataclass(frozen=True)
+class RubricVersionInfo:
+    """One stored version, as `history` lists it."""
+
+    rubric_id: str
+    version: str
+    content_hash: str
+    name: str
+    target_type: str | None
+    source_format: str | None
+    created_at: datetime
+    deleted: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.rubric_id,
+            "version": self.version,
+            "content_hash": self.content_hash,
+            "name": self.name,
+            "target_type": self.target_type,
+            "source_format": self.source_format,
+            "created_at": self.created_at.isoformat(),
+            "deleted": self.deleted,
+        }
+
+
+def _document(rubric: Rubric) -> str:
+    return json.dumps(rubric.to_dict(), sort_keys=True, ensure_ascii=False)
+
+
+class RubricRegistry:
+    """Rubric versions in a `Database`."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    async def register(
+        self, rubric: Rubric, *, source_format: str | None = None
+    ) -> RegisteredRubric:
+        """Store `rubric` as an immutable version (a no-op when identical content is stored)."""
+        (result,) = await self.register_many([rubric], source_format=source_format)
+        return result
+
+    async def register_many(
+        self, rubrics: Iterable[Rubric], *, source_format: str | None = None
+    ) -> list[RegisteredRubric]:
+        """Register several rubrics in one transaction: all are stored, or none."""
+        return await self.register_pairs([(rubric, source_format) for rubric in rubrics])
+
+    async def register_pairs(
+        self, pairs: Iterable[tuple[Rubric, str | None]]
+    ) -> list[RegisteredRubric]:
+        """Register (rubric, source format) pairs in one transaction: all, or none."""
+        items = list(pairs)
+        async with self.database.transaction() as connection:
+            return [await self._register(connection, r, fmt) for r, fmt in items]
+
+    async def _register(
+        self, connection: AsyncConnection, rubric: Rubric, source_format: str | None
+    ) -> RegisteredRubric:
+        now = utcnow()
+        await connection.execute(
+            insert_ignoring_duplicates(connection, _rubrics).values(
+                rubric_id=rubric.id, created_at=now, deleted_at=None
+            )
+        )
+        inserted = await connection.execute(
+            insert_ignoring_duplicates(connection, _versions).values(
+                rubric_id=rubric.id,
+                version=rubric.version,
+                content_hash=rubric.content_hash,
+                name=rubric.name,
+                target_type=rubric.target_type,
+                source_format=source_format,
+                document=_document(rubric),
+                created_at=now,
+            )
+        )
+        if inserted.rowcount == 1:
+            await connection.execute(
+                _rubrics.update().where(_rubrics.c.rubric_id == rubric.id).values(deleted_at=None)
+            )
+            return RegisteredRubric(rubric, True)
+        stored = (
+            await connection.execute(
+                sa.select(_versions.c.content_hash).where(
+                    _versions.c.rubric_id == rubric.id, _versions.c.version == rubric.version
+                )
+            )
+        ).scalar_one()
+        if stored != rubric.content_hash:
+            raise RubricVersionConflictError(
+                f"rubric {rubric.id!r} version {rubric.version} is already stored with other "
+                f"content (hash {stored[:12]}, yours {rubric.content_hash[:12]}); a stored "
+                "version never changes: bump the version (e.g. to "
+                f"{_next_patch(rubric.version)}) and register again"
+            )
+        return RegisteredRubric(rubric, False)
+
+    async def register_file(
+        self, path: str | Path, *, format: str | None = None, plugins: PluginRegistry | None = None
+    ) -> list[RegisteredRubric]:
+        """Register every rubric in a file of any supported format, in one transaction."""
+        loaded = load_file(path, format=format, plugins=plugins)
+        return await self.register_many(loaded.rubrics, source_format=loaded.format)
+
+    async def register_config(
+        self,
+        config: Mapping[str, Any] | Sequence[Any],
+        *,
+        format: str | None = None,
+        plugins: PluginRegistry | None = None,
+    ) -> list[RegisteredRubric]:
+        """Register every rubric of a config document (e.g. `{rubrics: [...]}`) at once."""
+        loaded = load_document(config, format=format, source="<config>", plugins=plugins)
+        return await self.register_many(loaded.rubrics, source_format=loaded.format)
+
+    async def get(self, rubric_id: str, version: str | None = None) -> Rubric:
+        """The highest version of `rubric_id` (not deleted), or exactly `version` (even if
+        the rubric was deleted: old versions stay readable for audit)."""
+        async with self.database.transaction() as connection:
+            if version is not None:
+                row = (
+                    await connection.execute(
+                        sa.select(_versions.c.document).where(
+                            _versions.c.rubric_id == rubric_id, _versions.c.version == version
+                        )
+                    )
+                ).first()
+                if row is None:
+                    known = await self._versions_of(connection, rubric_id)
+                    hint = f"stored versions: {', '.join(known)}" if known else "no such rubric"
+                    raise NotFoundError(f"rubric {rubric_id!r} has no version {version} ({hint})")
+                return parse_rubric(json.loads(row.document))
+            latest = await self._latest(connection, [rubric_id])
+        if rubric_id not in latest:
+            raise NotFoundError(
+                f"no rubric {rubric_id!r} is registered (or it was deleted); "
+                "`rubricflow rubrics list` shows what is"
+            )
+        return latest[rubric_id]
+
+    async def history(self, rubric_id: str) -> list[RubricVersionInfo]:
+        """Every stored version of `rubric_id`, lowest to highest semver."""
+        async with self.database.transaction() as connection:
+            deleted_at = (
+                await connection.execute(
+                    sa.select(_rubrics.c.deleted_at).where(_rubrics.c.rubric_id == rubric_id)
+                )
+            ).first()
+            rows = (
+                await connection.execute(
+                    sa.select(_versions).where(_versions.c.rubric_id == rubric_id)
+                )
+            ).all()
+        if deleted_at is None:
+            raise NotFoundError(f"no rubric {rubric_id!r} was ever registered")
+        infos = [
+            RubricVersionInfo(
+                row.rubric_id,
+                row.version,
+                row.content_hash,
+                row.name,
+                row.target_type,
+                row.source_format,
+                as_utc(row.created_at),
+                deleted_at.deleted_at is not None,
+            )
+            for row in rows
+        ]
+        return sorted(infos, key=lambda info: semver_key(info.version))
+
+    async def list_latest(self) -> list[Rubric]:
+        """The latest version of every rubric that is not deleted, by id."""
+        async with self.database.transaction() as connection:
+            latest = await self._latest(connection, None)
+        return [latest[key] for key in sorted(latest)]
+
+    async def get_for_target(self, target_type: str) -> list[Rubric]:
+        """The latest, non-deleted rubrics whose latest version targets `target_type`."""
+        return [r for r in await self.list_latest() if r.target_type == target_type]
+
+    async def delete(self, rubric_id: str) -> None:
+        """Hide `rubric_id` from latest lookups; every version stays readable by version."""
+        async with self.database.transaction() as connection:
+            done = await connection.execute(
+                _rubrics.update()
+                .where(_rubrics.c.rubric_id == rubric_id, _rubrics.c.deleted_at.is_(None))
+                .values(deleted_at=utcnow())
+            )
+            if done.rowcount == 0:
+                exists = (
+                    await connection.execute(
+                        sa.select(_rubrics.c.rubric_id).where(_rubrics.c.rubric_id == rubric_id)
+                    )
+                ).first()
+                if exists is None:
+                    raise NotFoundError(f"no rubric {rubric_id!r} is registered")
+
+    async def _versions_of(self, connection: AsyncConnection, rubric_id: str) -> list[str]:
+        rows = await connection.execute(
+            sa.select(_versions.c.version).where(_versions.c.rubric_id == rubric_id)
+        )
+        return sorted((row.version for row in rows), key=semver_key)
+
+    async def _latest(
+        self, connection: AsyncConnection, ids: list[str] | None
+    ) -> dict[str, Rubric]:
+        query = (
+            sa.select(_versions.c.rubric_id, _versions.c.version, _versions.c.document)
+            .join(_rubrics, _rubrics.c.rubric_id == _versions.c.rubric_id)
+            .where(_rubrics.c.deleted_at.is_(None))
+        )
+        if ids is not None:
+            query = query.where(_versions.c.rubric_id.in_(ids))
+        best: dict[str, tuple[Any, str]] = {}
+        for row in await connection.execute(query):
+            key = semver_key(row.version)
+            if row.rubric_id not in best or key > best[row.rubric_id][0]:
+                best[row.rubric_id] = (key, row.document)
+        return {rid: parse_rubric(json.loads(doc)) for rid, (_, doc) in best.items()}
+
+
+def _next_patch(version: str) -> str:
+    """A version to suggest after `version`: the next pre-release for a pre-release
+    (1.0.0-rc.1 -> 1.0.0-rc.2, 1.0.0-alpha -> 1.0.0-alpha.1), else the next patch."""
+    core, _, _build = version.partition("+")
+    release, dash, pre = core.partition("-")
+    if dash:
+        parts = pre.split(".")
+        if parts[-1].isdigit():
+            parts[-1] = str(int(parts[-1]) + 1)
+        else:
+            parts.append("1")
+        return f"{release}-{'.'.join(parts)}"
+    major, minor, patch = release.split(".")
+    return f"{major}.{minor}.{int(patch) + 1}"

@@ -1,0 +1,237 @@
+"""The store's tables (SQLModel). Schema changes ship as Alembic migrations in
+`migrations/versions`; a test keeps the migrated schema identical to these tables."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+__all__ = [
+    "ArtifactEventRow",
+    "ArtifactRevisionRow",
+    "ArtifactRow",
+    "ArtifactTypeRow",
+    "CriterionResultRow",
+    "EvaluationRow",
+    "JudgeCacheRow",
+    "LLMCallRow",
+    "RubricRow",
+    "RubricVersionRow",
+    "metadata",
+]
+
+metadata = SQLModel.metadata
+
+
+def _when(*, nullable: bool) -> Any:
+    return Field(sa_column=sa.Column(sa.DateTime(timezone=True), nullable=nullable))
+
+
+class RubricRow(SQLModel, table=True):
+    """One row per rubric id: whether it is deleted (hidden from latest lookups)."""
+
+    __tablename__ = "rubrics"
+
+    rubric_id: str = Field(primary_key=True, max_length=200)
+    deleted_at: datetime | None = _when(nullable=True)
+    created_at: datetime = _when(nullable=False)
+
+
+class RubricVersionRow(SQLModel, table=True):
+    """An immutable rubric version: (id, version) with its content hash and document."""
+
+    __tablename__ = "rubric_versions"
+
+    rubric_id: str = Field(
+        primary_key=True, max_length=200, foreign_key="rubrics.rubric_id", ondelete="CASCADE"
+    )
+    version: str = Field(primary_key=True, max_length=100)
+    content_hash: str = Field(max_length=64)
+    name: str
+    target_type: str | None = Field(default=None, index=True, max_length=200)
+    source_format: str | None = Field(default=None, max_length=50)
+    document: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    created_at: datetime = _when(nullable=False)
+
+
+class EvaluationRow(SQLModel, table=True):
+    """An evaluation, stored whole: its columns for queries and its full JSON document."""
+
+    __tablename__ = "evaluations"
+    __table_args__ = (
+        sa.Index("ix_evaluations_rubric", "rubric_id", "rubric_version", "created_at"),
+        sa.Index("ix_evaluations_target", "target_id", "created_at"),
+        sa.Index("ix_evaluations_artifact", "artifact_id", "revision", "created_at"),
+        sa.Index("ix_evaluations_verdict", "verdict", "created_at"),
+        sa.Index("ix_evaluations_created", "created_at"),
+        sa.Index(
+            "uq_evaluations_review",
+            "artifact_id",
+            "revision",
+            "rubric_id",
+            "rubric_version",
+            unique=True,
+            sqlite_where=sa.text("artifact_id IS NOT NULL AND verdict <> 'incomplete'"),
+            postgresql_where=sa.text("artifact_id IS NOT NULL AND verdict <> 'incomplete'"),
+        ),
+    )
+
+    id: str = Field(primary_key=True, max_length=64)
+    rubric_id: str = Field(max_length=200)
+    rubric_version: str = Field(max_length=100)
+    rubric_hash: str = Field(max_length=64)
+    target_id: str | None = Field(default=None, max_length=500)
+    target_hash: str = Field(max_length=64)
+    artifact_id: str | None = Field(default=None, max_length=200)
+    revision: int | None = None
+    verdict: str = Field(max_length=20)
+    passed: bool
+    score: float
+    scaled_score: float
+    raw_score: float
+    coverage: float
+    threshold: float
+    unscored_policy: str = Field(max_length=20)
+    feedback: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    created_at: datetime = _when(nullable=False)
+    duration_ms: float = 0.0
+    llm_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = None
+    document: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+
+
+class CriterionResultRow(SQLModel, table=True):
+    """One criterion's result within a stored evaluation, for per-criterion queries."""
+
+    __tablename__ = "criterion_results"
+
+    evaluation_id: str = Field(
+        primary_key=True, max_length=64, foreign_key="evaluations.id", ondelete="CASCADE"
+    )
+    criterion_id: str = Field(primary_key=True, max_length=200)
+    position: int
+    status: str = Field(max_length=30)
+    score: float | None = None
+    verdict: str | None = Field(default=None, max_length=10)
+    level: str | None = Field(default=None, max_length=200)
+    passed: bool | None = None
+    weight: float
+    required: bool
+    scorer: str = Field(max_length=100)
+    notes: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    evidence: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+
+
+class LLMCallRow(SQLModel, table=True):
+    """The call ledger: one row per judge request (hashes only, never prompts or keys)."""
+
+    __tablename__ = "llm_calls"
+
+    id: int | None = Field(default=None, primary_key=True)
+    evaluation_id: str | None = Field(
+        default=None, max_length=64, foreign_key="evaluations.id", ondelete="CASCADE", index=True
+    )
+    criterion_id: str | None = Field(default=None, max_length=200)
+    provider: str = Field(max_length=100)
+    model: str = Field(max_length=200)
+    prompt_hash: str = Field(max_length=64)
+    response_hash: str | None = Field(default=None, max_length=64)
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    latency_ms: float = 0.0
+    attempt: int = 1
+    outcome: str = Field(max_length=30)
+    error: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    cost: float | None = None
+    created_at: datetime = _when(nullable=False)
+
+
+class JudgeCacheRow(SQLModel, table=True):
+    """The content-addressed judge cache: a key (sha256 of the full request) -> answer."""
+
+    __tablename__ = "judge_cache"
+
+    key: str = Field(primary_key=True, max_length=64)
+    value: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    created_at: datetime = _when(nullable=False)
+    hits: int = 0
+
+
+class ArtifactTypeRow(SQLModel, table=True):
+    """An artifact type: its rubric bindings and review options, as a JSON document."""
+
+    __tablename__ = "artifact_types"
+
+    name: str = Field(primary_key=True, max_length=200)
+    document: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    updated_at: datetime = _when(nullable=False)
+
+
+class ArtifactRow(SQLModel, table=True):
+    """An artifact's current state. `version` is the optimistic lock every transition
+    bumps; `lease_*` say which worker is reviewing it and until when."""
+
+    __tablename__ = "artifacts"
+    __table_args__ = (
+        sa.Index("ix_artifacts_type_status", "type", "status", "updated_at"),
+        sa.Index("ix_artifacts_queue", "status", "queued_at"),
+    )
+
+    id: str = Field(primary_key=True, max_length=200)
+    type: str = Field(max_length=200, foreign_key="artifact_types.name")
+    status: str = Field(max_length=30)
+    revision: int = 1
+    version: int = 1
+    title: str | None = Field(default=None, max_length=500)
+    metadata_json: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    created_by: str = Field(max_length=200)
+    created_at: datetime = _when(nullable=False)
+    updated_at: datetime = _when(nullable=False)
+    queued_at: datetime | None = _when(nullable=True)
+    awaiting_approval: bool = False
+    lease_owner: str | None = Field(default=None, max_length=200)
+    lease_expires_at: datetime | None = _when(nullable=True)
+    last_reason: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+
+
+class ArtifactRevisionRow(SQLModel, table=True):
+    """One revision of an artifact's content; evaluations belong to a revision."""
+
+    __tablename__ = "artifact_revisions"
+
+    artifact_id: str = Field(
+        primary_key=True, max_length=200, foreign_key="artifacts.id", ondelete="CASCADE"
+    )
+    revision: int = Field(primary_key=True)
+    content: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    content_hash: str = Field(max_length=64)
+    reason: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    actor: str = Field(max_length=200)
+    status: str = Field(max_length=30)
+    created_at: datetime = _when(nullable=False)
+
+
+class ArtifactEventRow(SQLModel, table=True):
+    """The append-only audit trail: one row per transition, with what caused it."""
+
+    __tablename__ = "artifact_events"
+    __table_args__ = (sa.UniqueConstraint("artifact_id", "seq", name="uq_artifact_events_seq"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    artifact_id: str = Field(
+        max_length=200, foreign_key="artifacts.id", ondelete="CASCADE", index=True
+    )
+    seq: int
+    revision: int
+    trigger: str = Field(max_length=30)
+    source: str = Field(max_length=30)
+    dest: str = Field(max_length=30)
+    actor: str = Field(max_length=200)
+    reason: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    evaluation_ids: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    created_at: datetime = _when(nullable=False)

@@ -1,0 +1,116 @@
+"""Read targets to evaluate: one object in a JSON/YAML file, a JSONL stream, or stdin.
+
+JSONL is read line by line, so a file of a million targets is never held in memory.
+Every problem is a `TargetInputError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from rubricflow.engine.executor import as_target
+from rubricflow.errors import ConfigurationError, RubricflowError
+from rubricflow.formats.document import parse_text
+from rubricflow.results import Target
+
+__all__ = ["TargetInputError", "read_targets"]
+
+
+class TargetInputError(RubricflowError):
+    """A target file cannot be read or holds something that is not a target."""
+
+
+def _target(value: Any, where: str) -> Target:
+    if not isinstance(value, dict):
+        raise TargetInputError(
+            f"{where}: a target is an object with `content` (and optional id, query, "
+            f"reference, metadata), got {type(value).__name__}"
+        )
+    try:
+        return as_target(value)
+    except ConfigurationError as error:
+        raise TargetInputError(f"{where}: {error}") from None
+
+
+def _jsonl(
+    stream: IO[str], name: str, first: str | None = None, start: int = 1
+) -> Iterator[Target]:
+    lines = stream if first is None else _prepend(first, stream)
+    for number, line in enumerate(lines, start=start):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise TargetInputError(
+                f"{name} line {number}: malformed JSON at column {error.colno}: {error.msg}"
+            ) from None
+        target = _target(value, f"{name} line {number}")
+        if target.id is None:
+            target = target.model_copy(update={"id": f"line-{number}"})
+        yield target
+
+
+def _prepend(first: str, rest: IO[str]) -> Iterator[str]:
+    yield first
+    yield from rest
+
+
+def read_targets(source: str | Path) -> Iterator[Target]:
+    """Targets from `source`: a .jsonl file (streamed), a .json/.yaml file holding one
+    target object, or `-` for stdin (JSONL, or one JSON/YAML object)."""
+    if str(source) == "-":
+        yield from _stdin()
+        return
+    path = Path(source)
+    name = str(source)
+    if not path.is_file():
+        raise TargetInputError(f"{name}: no such file; check the path")
+    if path.suffix.lower() in (".jsonl", ".ndjson"):
+        try:
+            with path.open(encoding="utf-8") as stream:
+                yield from _jsonl(stream, name)
+        except UnicodeDecodeError:
+            raise TargetInputError(f"{name}: not UTF-8 text; save it as UTF-8") from None
+        return
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise TargetInputError(f"{name}: cannot read: {error}") from None
+    yield from _document(text, name, path.suffix)
+
+
+def _document(text: str, name: str, suffix: str) -> Iterator[Target]:
+    try:
+        value = parse_text(text, name, suffix=suffix)
+    except RubricflowError as error:
+        raise TargetInputError(str(error)) from None
+    yield _target(value, name)
+
+
+def _stdin() -> Iterator[Target]:
+    stream = (
+        io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
+        if hasattr(sys.stdin, "buffer")
+        else sys.stdin
+    )
+    first = ""
+    skipped = 0
+    for line in stream:
+        if line.strip():
+            first = line
+            break
+        skipped += 1
+    if not first:
+        raise TargetInputError("stdin: no target given")
+    try:
+        json.loads(first)
+    except json.JSONDecodeError:
+        yield from _document(first + stream.read(), "stdin", "")
+        return
+    yield from _jsonl(stream, "stdin", first, start=skipped + 1)

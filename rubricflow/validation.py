@@ -1,0 +1,186 @@
+"""Validate rubric files: format, model rules, the meta-rubric, and suspicious-but-legal things.
+
+`validate_file` never raises for a bad rubric: it returns a `FileReport` whose
+`errors` name each problem's field path and fix, so the CLI can report every file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rubricflow.engine.meta import MetaReport, assess_rubric
+from rubricflow.errors import (
+    FormatDetectionError,
+    Problem,
+    RubricLoadError,
+    RubricValidationError,
+)
+from rubricflow.formats.document import read_document
+from rubricflow.formats.loader import detect_format, load_document
+from rubricflow.model import Rubric
+
+if TYPE_CHECKING:
+    from rubricflow.plugins import PluginRegistry
+
+__all__ = ["FileReport", "RubricReport", "lint_rubric", "validate_file"]
+
+LLM_METHODS = ("llm", "llm_verdict", "llm_decode", "llm_score", "llm_oneshot")
+
+
+@dataclass
+class RubricReport:
+    rubric: Rubric
+    meta: MetaReport
+    warnings: list[Problem]
+
+
+@dataclass
+class FileReport:
+    """The outcome of validating one file."""
+
+    path: str
+    format: str | None = None
+    errors: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    rubrics: list[RubricReport] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return not self.errors
+
+    @property
+    def meta_rubric(self) -> dict[str, Any] | None:
+        if not self.rubrics:
+            return None
+        worst = min(self.rubrics, key=lambda r: r.meta.score)
+        return {"score": worst.meta.score, "passed": all(r.meta.passed for r in self.rubrics)}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "format": self.format,
+            "valid": self.valid,
+            "errors": [p.to_dict() for p in self.errors],
+            "warnings": [p.to_dict() for p in self.warnings],
+            "meta_rubric": self.meta_rubric,
+            "rubrics": [
+                {
+                    "id": r.rubric.id,
+                    "version": r.rubric.version,
+                    "content_hash": r.rubric.content_hash,
+                    "meta_rubric": r.meta.to_dict(),
+                }
+                for r in self.rubrics
+            ],
+        }
+
+
+def lint_rubric(rubric: Rubric, plugins: PluginRegistry | None = None) -> list[Problem]:
+    """Warnings for what is legal but suspicious, and meta-rubric findings below pass."""
+    warnings: list[Problem] = []
+    scorers = set(plugins.scorers) if plugins is not None else None
+    functions = set(plugins.functions) if plugins is not None else None
+    for index, criterion in enumerate(rubric.criteria):
+        where = f"criteria[{index}]"
+        if criterion.weight == 0 and not criterion.required:
+            warnings.append(
+                Problem(
+                    f"{where}.weight", "weight 0 and not required: it cannot affect the verdict"
+                )
+            )
+        method = criterion.scoring.method
+        if scorers is not None and method not in scorers and method not in LLM_METHODS:
+            warnings.append(
+                Problem(
+                    f"{where}.scoring.method",
+                    f"no installed plugin provides scorer {method!r} (installed: "
+                    f"{', '.join(sorted(scorers)) or 'none'}); install the plugin that provides it",
+                )
+            )
+        function = criterion.scoring.function
+        if method == "deterministic" and function and functions is not None:
+            if function not in functions and ":" in function:
+                warnings.append(
+                    Problem(
+                        f"{where}.scoring.function",
+                        f"{function!r} is not a registered check; it runs only when the caller "
+                        "allows importing code (--allow-import); register it in a plugin instead",
+                    )
+                )
+            elif function not in functions:
+                warnings.append(
+                    Problem(
+                        f"{where}.scoring.function",
+                        f"no installed plugin registers check {function!r}; "
+                        "install the plugin that provides it",
+                    )
+                )
+        if (
+            criterion.min_score is not None
+            and criterion.kind == "binary"
+            and method in ("llm", "llm_verdict")
+        ):
+            warnings.append(
+                Problem(
+                    f"{where}.min_score",
+                    "min_score on a MET/UNMET criterion only distinguishes MET (1) from UNMET (0)",
+                )
+            )
+    return warnings
+
+
+def validate_file(
+    path: str | Path, *, format: str | None = None, plugins: PluginRegistry | None = None
+) -> FileReport:
+    """Check one file. Never raises for a bad file: problems land in `errors`.
+
+    `format` names the file's format; by default it is detected. The report names the
+    format even when the rubric in it is invalid, so a reader knows which rules applied.
+    """
+    source = str(path)
+    report = FileReport(source)
+    try:
+        document = read_document(path)
+        name = format or detect_format(document, plugins=plugins, source=source).name
+        report.format = name
+        loaded = load_document(
+            document,
+            format=name,
+            source=source,
+            base_dir=Path(path).resolve().parent,
+            plugins=plugins,
+        )
+    except RubricValidationError as error:
+        report.errors.extend(error.problems)
+        return report
+    except FormatDetectionError as error:
+        report.format = None
+        report.errors.append(Problem("", error.detail))
+        return report
+    except RubricLoadError as error:
+        report.errors.append(Problem("", error.detail))
+        return report
+    report.format = loaded.format
+    report.warnings.extend(loaded.warnings)
+    many = len(loaded.rubrics) > 1
+    for rubric in loaded.rubrics:
+        meta = assess_rubric(rubric)
+        warnings = lint_rubric(rubric, plugins)
+        warnings.extend(
+            Problem(
+                "meta_rubric",
+                f"{finding.check}: {finding.level.replace('_', ' ')}: {finding.message}",
+            )
+            for finding in meta.findings
+            if finding.level != "pass"
+        )
+        if many:
+            warnings = [
+                Problem(f"{rubric.id}: {w.path}" if w.path else rubric.id, w.message)
+                for w in warnings
+            ]
+        report.warnings.extend(warnings)
+        report.rubrics.append(RubricReport(rubric, meta, warnings))
+    return report

@@ -1,0 +1,125 @@
+"""The executor: concurrent, bounded, deterministic, and never raising for a failed scorer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from rubricflow import ConfigurationError, hookimpl, parse_rubric
+from rubricflow.engine import evaluate, evaluate_many, evaluate_sync
+from rubricflow.plugins import PluginRegistry, create_plugin_manager
+from rubricflow.results import Evaluation, Target
+from rubricflow.scorers.base import result_from_value
+
+from .conftest import crit
+
+
+async def test_result_order_follows_the_rubric_not_completion(scripted: PluginRegistry) -> None:
+    r = parse_rubric(
+        {"id": "r", "criteria": [crit(f"c{i}", True, delay=(5 - i) * 0.01) for i in range(5)]}
+    )
+    evaluation = await evaluate(r, "x", plugins=scripted)
+    assert [c.criterion_id for c in evaluation.criteria] == [f"c{i}" for i in range(5)]
+
+
+async def test_same_inputs_give_the_same_evaluation(scripted: PluginRegistry) -> None:
+    r = parse_rubric(
+        {
+            "id": "r",
+            "criteria": [crit("a", 0.3, 2, delay=0.02), crit("b", True, 1), crit("c", status="error")],
+        }
+    )
+    first, second = await asyncio.gather(evaluate(r, "x", plugins=scripted), evaluate(r, "x", plugins=scripted))
+    strip = {"id", "created_at", "duration_ms"}
+    a = first.model_dump(exclude=strip)
+    b = second.model_dump(exclude=strip)
+    for result in a["criteria"] + b["criteria"]:
+        result.pop("duration_ms")
+    assert a == b
+
+
+class Gauge:
+    def __init__(self) -> None:
+        self.now = 0
+        self.peak = 0
+
+
+def gauge_plugin(gauge: Gauge) -> Any:
+    class GaugeScorer:
+        name = "gauge"
+        description = "records how many scorings run at once"
+
+        async def score(self, criterion: Any, target: Any, context: Any) -> Any:
+            gauge.now += 1
+            gauge.peak = max(gauge.peak, gauge.now)
+            await asyncio.sleep(0.01)
+            gauge.now -= 1
+            return result_from_value(criterion, context, self.name, True, what="gauge")
+
+    class Plugin:
+        @hookimpl
+        def rubricflow_scorers(self) -> list[Any]:
+            return [GaugeScorer()]
+
+    return Plugin()
+
+
+@pytest.mark.parametrize("limit", [1, 3, 20])
+async def test_concurrency_is_bounded(limit: int) -> None:
+    gauge = Gauge()
+    registry = create_plugin_manager(plugins=[gauge_plugin(gauge)], load_entry_points=False)
+    r = parse_rubric({"id": "r", "criteria": [{"id": f"c{i}", "scoring": {"method": "gauge"}} for i in range(12)]})
+    evaluation = await evaluate(r, "x", plugins=registry, concurrency=limit)
+    assert evaluation.verdict == "pass"
+    assert gauge.peak == min(limit, 12)
+
+
+async def test_unknown_scorer_is_an_error_result_naming_the_installed_ones(
+    scripted: PluginRegistry,
+) -> None:
+    r = parse_rubric({"id": "r", "criteria": [{"id": "a", "scoring": {"method": "nonesuch"}}]})
+    evaluation = await evaluate(r, "x", plugins=scripted)
+    result = evaluation.criteria[0]
+    assert result.status == "error"
+    assert "nonesuch" in result.notes and "scripted" in result.notes
+    assert evaluation.verdict == "incomplete"
+
+
+async def test_evaluation_records_what_was_evaluated(scripted: PluginRegistry) -> None:
+    r = parse_rubric({"id": "r", "version": "2.1.0", "criteria": [crit("a", True)]})
+    target = Target(id="t-1", content={"b": 1, "a": [1, 2]})
+    evaluation = await evaluate(r, target, plugins=scripted)
+    assert (evaluation.rubric_id, evaluation.rubric_version) == ("r", "2.1.0")
+    assert evaluation.rubric_hash == r.content_hash
+    assert evaluation.target_id == "t-1"
+    assert evaluation.target_hash == Target(content={"a": [1, 2], "b": 1}).content_hash
+    again = Evaluation.model_validate(json.loads(json.dumps(evaluation.to_dict())))
+    assert again == evaluation
+
+
+async def test_targets_may_be_text_or_mappings(scripted: PluginRegistry) -> None:
+    r = parse_rubric({"id": "r", "criteria": [crit("a", True)]})
+    assert (await evaluate(r, {"content": "x", "id": "m"}, plugins=scripted)).target_id == "m"
+    with pytest.raises(ConfigurationError, match="content"):
+        await evaluate(r, {"text": "x"}, plugins=scripted)
+
+
+async def test_threshold_override(scripted: PluginRegistry) -> None:
+    r = parse_rubric({"id": "r", "criteria": [crit("a", 0.6)], "pass_threshold": 0.5})
+    assert (await evaluate(r, "x", plugins=scripted)).verdict == "pass"
+    assert (await evaluate(r, "x", plugins=scripted, threshold=0.7)).verdict == "fail"
+
+
+async def test_evaluate_many_keeps_input_order_with_bounded_window(scripted: PluginRegistry) -> None:
+    r = parse_rubric({"id": "r", "criteria": [crit("a", True, delay=0.005)]})
+    targets = (Target(id=str(i), content=str(i)) for i in range(40))
+    ids = [e.target_id async for e in evaluate_many(r, targets, target_concurrency=7, plugins=scripted)]
+    assert ids == [str(i) for i in range(40)]
+
+
+def test_sync_wrapper(scripted: PluginRegistry) -> None:
+    r = parse_rubric({"id": "r", "criteria": [crit("a", True)]})
+    assert evaluate_sync(r, "x", plugins=scripted).passed

@@ -1,0 +1,374 @@
+"""AgentV import: v2 `evalcases` and v4 `tests` become one rubric per case, with AgentV's
+defaults (required true, pass at 0.8), score-range mode, and errors at source paths."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rubricflow import RubricValidationError, load_document, load_file
+from rubricflow.formats.loader import LoadedFile
+from rubricflow.model import Criterion, Rubric
+
+FOLDER = Path(__file__).resolve().parent.parent / "fixtures" / "formats" / "agentv"
+
+
+def load(name: str) -> LoadedFile:
+    loaded = load_file(FOLDER / name)
+    assert loaded.format == "agentv"
+    return loaded
+
+
+def by_id(loaded: LoadedFile) -> dict[str, Rubric]:
+    return {rubric.id: rubric for rubric in loaded.rubrics}
+
+
+def summary(criterion: Criterion) -> tuple[Any, ...]:
+    return (
+        criterion.id,
+        criterion.weight,
+        criterion.required,
+        criterion.min_score,
+        criterion.scoring.method,
+    )
+
+
+def reject(document: Any) -> list[tuple[str, str]]:
+    with pytest.raises(RubricValidationError) as caught:
+        load_document(document, format="agentv")
+    return [(p.path, p.message) for p in caught.value.problems]
+
+
+# -- v2 ------------------------------------------------------------------------------
+
+
+def test_v2_each_case_becomes_a_rubric() -> None:
+    loaded = load("v2_support_bot.yaml")
+    assert [(r.id, r.name) for r in loaded.rubrics] == [
+        ("refund-window", "refund-window"),
+        ("invoice_dispute", "Invoice Dispute"),
+        ("plan-downgrade", "plan-downgrade"),
+    ]
+    for rubric in loaded.rubrics:
+        assert rubric.version == "1.0.0"
+        assert rubric.pass_threshold == 0.8
+        assert rubric.metadata["imported_from"] == "agentv-v2"
+    rubrics = by_id(loaded)
+    assert rubrics["refund-window"].description.startswith("Explains the 30-day refund window")
+    assert rubrics["refund-window"].metadata["agentv"]["input"][0]["role"] == "user"
+    assert (
+        rubrics["refund-window"]
+        .metadata["agentv"]["expected_output"][0]["content"]
+        .startswith("Yes")
+    )
+    assert rubrics["invoice_dispute"].metadata["agentv"] == {
+        "input": "My invoice has a charge I do not recognise."
+    }
+
+
+def test_v2_items_strings_objects_and_file_level_rubric_evaluators() -> None:
+    rubric = by_id(load("v2_support_bot.yaml"))["refund-window"]
+    assert [summary(c) for c in rubric.criteria] == [
+        ("rubric-1", 1.0, True, None, "llm"),
+        ("rubric-2", 1.0, True, None, "llm"),
+        ("empathy", 2.0, True, None, "llm"),  # required defaults to true, as in AgentV's code
+        ("no-promises", 1.5, False, None, "llm"),
+        ("no-jargon", 0.5, False, None, "llm"),  # from the file-level rubric evaluator
+    ]
+    descriptions = [c.description for c in rubric.criteria]
+    assert descriptions[0] == "States that refunds are possible within 30 days"
+    assert descriptions[3] == "Does not promise a refund amount before review"  # `outcome` alias
+    assert all(c.kind == "binary" for c in rubric.criteria)
+
+
+def test_v2_score_ranges_switch_every_item_to_llm_score() -> None:
+    rubric = by_id(load("v2_support_bot.yaml"))["invoice_dispute"]
+    assert [summary(c) for c in rubric.criteria] == [
+        ("asks-for-invoice-number", 1.0, True, 0.8, "llm_score"),  # required_min_score: 8
+        ("explains-next-steps", 2.0, True, None, "llm_score"),
+        ("cites-policy", 1.0, True, 0.7, "llm_score"),  # case-level rubric evaluator
+        ("no-jargon", 0.5, False, None, "llm_score"),
+    ]
+    asks, steps = rubric.criteria[:2]
+    assert [(b.min, b.max) for b in asks.score_ranges] == [(0, 3), (4, 7), (8, 9), (10, 10)]
+    assert asks.score_ranges[2].description == "Asks for the invoice number"
+    assert [(b.min, b.max, b.description) for b in steps.score_ranges] == [
+        (0, 2, "No next steps"),
+        (3, 6, "Vague next steps"),
+        (7, 10, "Clear timeline and owner"),
+    ]
+
+
+def test_v2_case_with_only_shared_items_uses_them() -> None:
+    rubric = by_id(load("v2_support_bot.yaml"))["plan-downgrade"]
+    assert [summary(c) for c in rubric.criteria] == [("no-jargon", 0.5, False, None, "llm")]
+
+
+def test_v2_non_rubric_evaluators_are_skipped_with_a_warning() -> None:
+    warnings = {w.path: w.message for w in load("v2_support_bot.yaml").warnings}
+    assert set(warnings) == {"execution.evaluators[1]", "evalcases[1].execution.evaluators[1]"}
+    assert "'latency' is not a rubric; skipped" in warnings["execution.evaluators[1]"]
+    assert "'code_judge'" in warnings["evalcases[1].execution.evaluators[1]"]
+
+
+def test_v2_case_without_rubrics_grades_its_expected_outcome() -> None:
+    document = {"evalcases": [{"id": "summary", "expected_outcome": "Summarises in 50 words"}]}
+    loaded = load_document(document)
+    criterion = loaded.rubrics[0].criteria[0]
+    assert (criterion.description, criterion.required, criterion.weight) == (
+        "Summarises in 50 words",
+        True,
+        1.0,
+    )
+    assert [w.path for w in loaded.warnings] == ["evalcases[0]"]
+    assert "no rubrics" in loaded.warnings[0].message
+
+
+def test_v2_case_with_nothing_to_grade_is_skipped() -> None:
+    document = {"evalcases": [{"id": "empty"}, {"id": "ok", "rubrics": ["Is polite"]}]}
+    loaded = load_document(document)
+    assert [r.id for r in loaded.rubrics] == ["ok"]
+    assert loaded.warnings[0].path == "evalcases[0]"
+    assert "skipped" in loaded.warnings[0].message
+
+
+def test_v2_file_with_no_gradable_case_is_an_error() -> None:
+    problems = reject({"evalcases": [{"id": "empty"}]})
+    assert problems[0] == ("", "no case holds rubric items; nothing to import")
+
+
+V2: dict[str, Any] = {
+    "evalcases": [
+        {"id": "first", "expected_outcome": "x", "rubrics": ["Is polite"]},
+        {
+            "id": "second",
+            "expected_outcome": "y",
+            "rubrics": [
+                {"id": "cites", "expected_outcome": "Cites a source"},
+                {"id": "brief", "expected_outcome": "Under 100 words", "weight": 2},
+                {"id": "tone", "expected_outcome": "Calm"},
+            ],
+        },
+    ]
+}
+
+
+def v2_with(change: Any) -> dict[str, Any]:
+    document = copy.deepcopy(V2)
+    change(document)
+    return document
+
+
+@pytest.mark.parametrize(
+    ("change", "path", "words"),
+    [
+        (
+            lambda d: d["evalcases"][1]["rubrics"][2].update(id="cites"),
+            "evalcases[1].rubrics[2].id",
+            "duplicate criterion id 'cites'",
+        ),
+        (
+            lambda d: d["evalcases"][1]["rubrics"][1].update(weight="double"),
+            "evalcases[1].rubrics[1].weight",
+            "expected a number",
+        ),
+        (
+            lambda d: d["evalcases"][1]["rubrics"][0].update(required="yes"),
+            "evalcases[1].rubrics[0].required",
+            "true or false",
+        ),
+        (
+            lambda d: d["evalcases"][1]["rubrics"][0].update(
+                score_ranges={"2": "bad", "10": "good"}
+            ),
+            "evalcases[1].rubrics[0].score_ranges",
+            "nothing covers 0-1",
+        ),
+        (
+            lambda d: d["evalcases"][1]["rubrics"][0].update(
+                score_ranges=[
+                    {"score_range": [0, 5], "outcome": "a"},
+                    {"score_range": [5, 10], "outcome": "b"},
+                ]
+            ),
+            "evalcases[1].rubrics[0].score_ranges",
+            "overlap",
+        ),
+        (
+            lambda d: d["evalcases"][1]["rubrics"][0].update(
+                score_ranges=[{"score_range": [0, 4]}, {"score_range": [5, 11], "outcome": "b"}]
+            ),
+            "evalcases[1].rubrics[0].score_ranges[1].score_range[1]",
+            "less than or equal to 10",
+        ),
+        (
+            lambda d: d["evalcases"][1]["rubrics"][0].update(
+                score_ranges=[{"score_range": "0-10"}]
+            ),
+            "evalcases[1].rubrics[0].score_ranges[0].score_range",
+            "expected [low, high]",
+        ),
+        (
+            lambda d: d["evalcases"][1]["rubrics"][0].update(min_score=8),
+            "evalcases[1].rubrics[0].min_score",
+            "less than or equal to 1",
+        ),
+        (
+            lambda d: d["evalcases"][1].update(id="first"),
+            "evalcases[1].id",
+            "give every case its own id",
+        ),
+        (lambda d: d["evalcases"][0].pop("id"), "evalcases[0].id", "missing"),
+        (
+            lambda d: d["evalcases"][1].update(rubrics="Cites a source"),
+            "evalcases[1].rubrics",
+            "expected a list",
+        ),
+        (
+            lambda d: d["evalcases"][1]["rubrics"].append(7),
+            "evalcases[1].rubrics[3]",
+            "expected a mapping",
+        ),
+        (
+            lambda d: d.update(execution={"evaluators": ["rubric"]}),
+            "execution.evaluators[0]",
+            "expected a mapping",
+        ),
+    ],
+)
+def test_v2_errors_name_the_source_path(change: Any, path: str, words: str) -> None:
+    problems = reject(v2_with(change))
+    matching = [message for where, message in problems if where == path]
+    assert matching, problems
+    assert words in matching[0]
+
+
+def test_v2_base_document_loads() -> None:
+    loaded = load_document(V2)
+    assert loaded.format == "agentv"
+    assert [len(r.criteria) for r in loaded.rubrics] == [1, 3]
+
+
+# -- v4 ------------------------------------------------------------------------------
+
+
+def test_v4_tests_become_rubrics_with_string_and_llm_rubric_asserts() -> None:
+    loaded = load("v4_onboarding.yaml")
+    rubrics = by_id(loaded)
+    assert list(rubrics) == ["reset-password", "invite-teammates", "test-3"]
+    reset = rubrics["reset-password"]
+    assert reset.description == "Password reset walkthrough"
+    assert reset.pass_threshold == 0.8
+    assert reset.metadata == {
+        "imported_from": "agentv-v4",
+        "agentv": {
+            "input": "I forgot my password",
+            "expected_output": 'Use "Forgot password" on the sign-in page.',
+        },
+    }
+    assert [summary(c) for c in reset.criteria] == [
+        ("rubric-1", 1.0, True, None, "llm"),
+        ("steps-in-order", 2.0, True, None, "llm"),
+        ("security-note", 1.0, False, 0.5, "llm"),
+        ("rubric-4", 1.0, True, None, "llm"),
+        ("rubric-5", 1.0, True, None, "llm"),  # from defaultTest
+    ]
+    assert reset.criteria[1].description == "Gives the steps in the order the user sees them"
+    assert reset.criteria[3].description == "Offers further help"
+    assert reset.criteria[4].description == "Replies in the user's language"
+
+
+def test_v4_llm_rubric_with_string_value_and_score_ranges() -> None:
+    rubric = by_id(load("v4_onboarding.yaml"))["invite-teammates"]
+    assert rubric.description == "Onboarding assistant answers, v4 suite"  # the file's
+    assert [summary(c) for c in rubric.criteria] == [
+        ("rubric-1", 1.0, True, None, "llm_score"),
+        ("seat-limits", 1.5, True, None, "llm_score"),
+        ("rubric-3", 1.0, True, None, "llm_score"),
+    ]
+    assert rubric.criteria[0].description == "Explains the Settings > Members > Invite flow"
+    assert [(b.min, b.max) for b in rubric.criteria[1].score_ranges] == [(0, 4), (5, 8), (9, 10)]
+
+
+def test_v4_test_without_id_is_numbered_and_non_rubric_asserts_warn() -> None:
+    loaded = load("v4_onboarding.yaml")
+    assert [c.id for c in by_id(loaded)["test-3"].criteria] == ["rubric-1"]
+    warnings = {w.path: w.message for w in loaded.warnings}
+    assert set(warnings) == {"tests[0].assert[2]", "tests[2].assert[0]"}
+    assert "'contains' is not a rubric; skipped" in warnings["tests[0].assert[2]"]
+    assert "'javascript'" in warnings["tests[2].assert[0]"]
+
+
+V4: dict[str, Any] = {
+    "tests": [
+        {
+            "id": "quicksort",
+            "assert": [
+                "Mentions divide-and-conquer",
+                {
+                    "type": "llm-rubric",
+                    "value": [
+                        {"id": "core", "outcome": "Explains the pivot", "weight": 2},
+                        {"id": "complexity", "outcome": "States O(n log n)", "min_score": 0.6},
+                    ],
+                },
+            ],
+        }
+    ]
+}
+
+
+def test_v4_objects_default_to_required_and_keep_min_score() -> None:
+    rubric = load_document(V4).rubrics[0]
+    assert [summary(c) for c in rubric.criteria] == [
+        ("rubric-1", 1.0, True, None, "llm"),
+        ("core", 2.0, True, None, "llm"),
+        ("complexity", 1.0, True, 0.6, "llm"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "path", "words"),
+    [
+        (
+            lambda d: d["tests"][0]["assert"][1]["value"][0].update(weight="heavy"),
+            "tests[0].assert[1].value[0].weight",
+            "expected a number",
+        ),
+        (
+            lambda d: d["tests"][0]["assert"][1]["value"][1].update(id="core"),
+            "tests[0].assert[1].value[1].id",
+            "duplicate criterion id 'core'",
+        ),
+        (
+            lambda d: d["tests"][0]["assert"][1]["value"][1].update(min_score=1.5),
+            "tests[0].assert[1].value[1].min_score",
+            "less than or equal to 1",
+        ),
+        (
+            lambda d: d["tests"][0]["assert"][1].update(value={"id": "x"}),
+            "tests[0].assert[1].value",
+            "expected a list",
+        ),
+        (
+            lambda d: d["tests"][0]["assert"].append(3),
+            "tests[0].assert[2]",
+            "rubric item text or an assert",
+        ),
+        (
+            lambda d: d["tests"][0]["assert"][1]["value"][0].update(id="has space"),
+            "tests[0].assert[1].value[0].id",
+            "letters, digits",
+        ),
+    ],
+)
+def test_v4_errors_name_the_source_path(change: Any, path: str, words: str) -> None:
+    document = copy.deepcopy(V4)
+    change(document)
+    problems = reject(document)
+    matching = [message for where, message in problems if where == path]
+    assert matching, problems
+    assert words in matching[0]

@@ -1,0 +1,230 @@
+"""The OpenAI-compatible provider against a scripted server: the request it sends, and
+every fault: garbage, fenced JSON, wrong schema, 429 with Retry-After, 500s, slow
+answers past the timeout, dropped connections, and servers that refuse json_schema."""
+
+from __future__ import annotations
+
+import time
+
+from rubricflow import evaluate
+from rubricflow.llm import LLMSession
+
+from .fixtures import fast, rubric, session_for
+from .scripted import Reply, ScriptedServer, openai_reply, verdict
+
+ONE = rubric({"id": "polite", "description": "The reply is polite."})
+TARGET = {"id": "t", "content": "Thank you for writing!"}
+
+
+async def judge_once(server: ScriptedServer, **settings: object):  # type: ignore[no-untyped-def]
+    async with session_for(server, **settings) as session:
+        return await evaluate(ONE, TARGET, options={"llm": session})
+
+
+async def test_request_asks_for_strict_json_schema(server: ScriptedServer) -> None:
+    server.queue(openai_reply(verdict("MET")))
+    evaluation = await judge_once(server, max_tokens=321)
+    assert evaluation.criteria[0].verdict == "MET"
+    request = server.requests[0]
+    assert request.path == "/v1/chat/completions"
+    body = request.json
+    assert body["model"] == "judge"
+    assert body["max_tokens"] == 321 and body["temperature"] == 0.0
+    fmt = body["response_format"]
+    assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
+    schema = fmt["json_schema"]["schema"]
+    assert list(schema["properties"]) == ["reasoning", "verdict"]
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    assert "authorization" not in request.headers  # no key configured, none sent
+
+
+async def test_api_key_goes_in_the_bearer_header(server: ScriptedServer, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-abcdef123456")
+    server.queue(openai_reply(verdict()))
+    await judge_once(server)
+    assert server.requests[0].headers["authorization"] == "Bearer sk-test-abcdef123456"
+
+
+async def test_fenced_json_is_accepted_without_a_reask(server: ScriptedServer) -> None:
+    server.queue(
+        openai_reply('Here you go:\n```json\n{"reasoning": "kind", "verdict": "MET"}\n```')
+    )
+    evaluation = await judge_once(server)
+    result = evaluation.criteria[0]
+    assert result.status == "scored" and result.verdict == "MET" and result.reasoning == "kind"
+    assert len(server.requests) == 1
+
+
+async def test_garbage_is_reasked_with_the_error_and_the_second_answer_counts(
+    server: ScriptedServer,
+) -> None:
+    server.queue(openai_reply("I would say it is polite."), openai_reply(verdict("UNMET")))
+    evaluation = await judge_once(server)
+    result = evaluation.criteria[0]
+    assert result.status == "scored" and result.verdict == "UNMET"
+    assert len(server.requests) == 2
+    reask = server.requests[1].messages
+    assert [m["role"] for m in reask] == ["system", "user", "assistant", "user"]
+    assert reask[2]["content"] == "I would say it is polite."
+    assert "the answer is not JSON" in reask[3]["content"]
+    assert '"verdict"' in reask[3]["content"]  # the schema is repeated
+    assert [c.outcome for c in result.llm_calls] == ["invalid_answer", "ok"]
+    assert [c.attempt for c in result.llm_calls] == [1, 2]
+
+
+async def test_wrong_schema_twice_is_unable_to_evaluate_with_the_reason(
+    server: ScriptedServer,
+) -> None:
+    wrong = openai_reply({"reasoning": "fine", "verdict": "PASS"})
+    server.queue(wrong, wrong)
+    evaluation = await judge_once(server)
+    result = evaluation.criteria[0]
+    assert result.status == "unable_to_evaluate"
+    assert result.score is None and result.verdict is None
+    assert "no valid judge answer after 2 answers" in result.notes
+    assert "$.verdict: 'PASS' is not one of ['MET', 'UNMET']" in result.notes
+    assert "'PASS' is not one of" in server.requests[1].messages[-1]["content"]
+    assert evaluation.verdict == "incomplete" and not evaluation.passed
+
+
+async def test_429_with_retry_after_is_honoured(server: ScriptedServer) -> None:
+    server.queue(
+        Reply(429, {"error": {"message": "slow down"}}, headers={"Retry-After": "1"}),
+        openai_reply(verdict()),
+    )
+    started = time.perf_counter()
+    evaluation = await judge_once(server)
+    waited = time.perf_counter() - started
+    result = evaluation.criteria[0]
+    assert result.status == "scored"
+    assert waited >= 1.0, f"retried after {waited:.2f}s despite Retry-After: 1"
+    assert [c.outcome for c in result.llm_calls] == ["rate_limited", "ok"]
+    assert "Retry-After 1s" in (result.llm_calls[0].error or "")
+
+
+async def test_retry_after_past_the_deadline_gives_up_at_once(server: ScriptedServer) -> None:
+    server.queue(Reply(429, {"error": "busy"}, headers={"Retry-After": "120"}))
+    started = time.perf_counter()
+    evaluation = await judge_once(server, deadline=5.0)
+    assert time.perf_counter() - started < 2.0
+    result = evaluation.criteria[0]
+    assert result.status == "unable_to_evaluate"
+    assert "would pass the 5s deadline" in result.notes
+
+
+async def test_500s_are_retried_with_backoff_until_an_answer(server: ScriptedServer) -> None:
+    server.queue(Reply(500, {"error": "boom"}), Reply(503, "unavailable"), openai_reply(verdict()))
+    evaluation = await judge_once(server)
+    result = evaluation.criteria[0]
+    assert result.status == "scored"
+    assert [c.outcome for c in result.llm_calls] == ["http_error", "http_error", "ok"]
+    assert [c.attempt for c in result.llm_calls] == [1, 2, 3]
+
+
+async def test_attempts_are_bounded(server: ScriptedServer) -> None:
+    server.responder = lambda request: Reply(500, {"error": "down"})
+    evaluation = await judge_once(server, max_attempts=3)
+    result = evaluation.criteria[0]
+    assert result.status == "unable_to_evaluate"
+    assert len(server.requests) == 3
+    assert "failed after 3 attempts: HTTP 500" in result.notes
+    assert evaluation.usage()["llm_calls"] == 3
+
+
+async def test_a_4xx_is_not_retried(server: ScriptedServer) -> None:
+    server.queue(Reply(404, {"error": {"message": "model 'judge' not found"}}))
+    evaluation = await judge_once(server)
+    assert len(server.requests) == 1
+    assert "model 'judge' not found" in evaluation.criteria[0].notes
+
+
+async def test_a_slow_answer_times_out_and_is_retried(server: ScriptedServer) -> None:
+    server.queue(openai_reply(verdict(), delay=1.5), openai_reply(verdict("UNMET")))
+    started = time.perf_counter()
+    evaluation = await judge_once(server, timeout=0.5)
+    elapsed = time.perf_counter() - started
+    result = evaluation.criteria[0]
+    assert result.status == "scored" and result.verdict == "UNMET"
+    assert [c.outcome for c in result.llm_calls] == ["timeout", "ok"]
+    assert 0.45 <= result.llm_calls[0].latency_ms / 1000 < 1.4
+    assert elapsed < 1.5
+
+
+async def test_the_deadline_bounds_a_question_across_retries(server: ScriptedServer) -> None:
+    server.responder = lambda request: openai_reply(verdict(), delay=1.0)
+    started = time.perf_counter()
+    evaluation = await judge_once(server, timeout=0.4, deadline=1.0, max_attempts=10)
+    assert time.perf_counter() - started < 2.5
+    assert evaluation.criteria[0].status == "unable_to_evaluate"
+
+
+async def test_a_dropped_connection_is_retried(server: ScriptedServer) -> None:
+    server.queue(Reply(drop=True), openai_reply(verdict()))
+    evaluation = await judge_once(server)
+    result = evaluation.criteria[0]
+    assert result.status == "scored"
+    assert [c.outcome for c in result.llm_calls] == ["connection_error", "ok"]
+
+
+async def test_a_refused_connection_is_a_connection_error() -> None:
+    with ScriptedServer() as gone:
+        url = gone.url
+    async with LLMSession(
+        f"openai:judge@{url}/v1", cache=None, settings=fast(max_attempts=2)
+    ) as session:
+        evaluation = await evaluate(ONE, TARGET, options={"llm": session})
+    result = evaluation.criteria[0]
+    assert result.status == "unable_to_evaluate"
+    assert [c.outcome for c in result.llm_calls] == ["connection_error", "connection_error"]
+
+
+async def test_a_body_that_is_not_json_is_a_transport_error(server: ScriptedServer) -> None:
+    server.queue(Reply(200, "<html>proxy error</html>"), openai_reply(verdict()))
+    evaluation = await judge_once(server)
+    assert [c.outcome for c in evaluation.criteria[0].llm_calls] == ["error", "ok"]
+
+
+async def test_llama_cpp_style_refusal_of_json_schema_downgrades_to_json_object(
+    server: ScriptedServer,
+) -> None:
+    refusal = Reply(
+        500,
+        {
+            "error": {
+                "message": "Input should be 'text' or 'json_object'",
+                "loc": ["response_format"],
+            }
+        },
+    )
+    server.queue(refusal, openai_reply(verdict()), openai_reply(verdict()))
+    async with session_for(server) as session:
+        first = await evaluate(ONE, TARGET, options={"llm": session})
+        second = await evaluate(ONE, {"content": "another"}, options={"llm": session})
+        assert session.provider_now().structured_output.startswith("response_format json_object")
+    assert first.criteria[0].status == second.criteria[0].status == "scored"
+    formats = [r.json["response_format"]["type"] for r in server.requests]
+    assert formats == ["json_schema", "json_object", "json_object"]  # remembered
+    assert "schema" in server.requests[1].json["response_format"]
+
+
+async def test_a_400_about_response_format_falls_back_to_plain_prompting(
+    server: ScriptedServer,
+) -> None:
+    server.queue(
+        Reply(400, {"error": {"message": "response_format is not supported"}}),
+        Reply(400, {"error": {"message": "Unknown parameter: response_format"}}),
+        openai_reply(verdict()),
+    )
+    evaluation = await judge_once(server)
+    assert evaluation.criteria[0].status == "scored"
+    assert "response_format" not in server.requests[2].json
+
+
+async def test_a_refused_temperature_is_dropped(server: ScriptedServer) -> None:
+    server.queue(
+        Reply(400, {"error": {"message": "Unsupported value: 'temperature' does not support 0"}}),
+        openai_reply(verdict()),
+    )
+    evaluation = await judge_once(server)
+    assert evaluation.criteria[0].status == "scored"
+    assert "temperature" not in server.requests[1].json

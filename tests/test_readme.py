@@ -1,0 +1,65 @@
+"""The README's commands and example are the ones that work."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README, re.S)
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    test_command = blocks("bash")[1].strip()
+    assert "pytest" in test_command
+    ci_lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert test_command in ci_lines
+
+
+def test_main_job_command_approves_the_sample_reply(tmp_path: Path) -> None:
+    command = blocks("bash")[0].strip()
+    install, _, review = command.partition(" && ")
+    assert install == "python -m pip install ."
+    entry = f"{sys.executable} -c 'from rubricflow.cli import main; main()'"
+    runnable = review.replace("rubricflow ", entry + " ")
+    env = {**os.environ, "RUBRICFLOW_DB": str(tmp_path / "gate.db")}
+    done = subprocess.run(
+        ["bash", "-c", runnable], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "approved" in done.stdout
+    assert "Evaluation PASSED for rubric 'Support reply checks'" in done.stdout
+
+
+def test_python_example_runs_and_prints_what_it_says(tmp_path: Path) -> None:
+    (code,) = blocks("python")
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    promised = re.search(r"# (\w+ [\d.]+)", code)
+    assert promised is not None
+    assert done.stdout.splitlines()[0] == promised.group(1)
+    assert "What to fix:" in done.stdout
+
+
+def test_cli_example_prints_json_for_the_leaky_reply() -> None:
+    command = blocks("bash")[2].strip().split()
+    done = subprocess.run(
+        [sys.executable, "-c", "from rubricflow.cli import main; main()", *command[1:]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    (line,) = done.stdout.splitlines()
+    assert json.loads(line)["verdict"] == "fail"
