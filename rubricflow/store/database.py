@@ -8,6 +8,7 @@ schema is behind is refused with the exact command that upgrades it.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -52,9 +53,30 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-    cursor.execute("PRAGMA journal_mode=WAL")
+    _enable_wal(cursor)
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def _enable_wal(cursor: Any) -> None:
+    """Switch a database to WAL once. SQLite answers a journal-mode change that races
+    another connection with "database is locked" at once, without calling the busy
+    handler, so two processes opening a new file together retry here (briefly blocking:
+    it only happens while a new database is being set up)."""
+    cursor.execute("PRAGMA journal_mode")
+    if str(cursor.fetchone()[0]).lower() == "wal":
+        return
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    delay = 0.005
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except Exception as error:
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
 
 
 class Database:
@@ -248,8 +270,7 @@ class Database:
 
     async def _check_schema(self, *, upgrade: bool) -> None:
         try:
-            current = await self.current_revision()
-            tables = await self._table_names()
+            current, tables = await self._revision_and_tables()
         except (OSError, asyncio.TimeoutError, DBAPIError) as error:
             hint = (
                 "check the path and that it is a rubricflow SQLite file"
@@ -284,10 +305,16 @@ class Database:
             f"run: rubricflow db upgrade --db {self.display_url}"
         )
 
-    async def _table_names(self) -> set[str]:
+    async def _revision_and_tables(self) -> tuple[str | None, set[str]]:
+        """The schema revision and the table names, read in one transaction so that another
+        process migrating the database in between cannot make them disagree."""
+
+        def read(sync: sa.Connection) -> tuple[str | None, set[str]]:
+            revision = MigrationContext.configure(sync).get_current_revision()
+            return revision, set(sa.inspect(sync).get_table_names())
+
         async with self.transaction() as connection:
-            names = await connection.run_sync(lambda sync: sa.inspect(sync).get_table_names())
-        return set(names)
+            return await connection.run_sync(read)
 
 
 def _in_memory(url: str) -> bool:

@@ -246,3 +246,38 @@ async def test_a_writer_killed_mid_batch_leaves_a_consistent_database(
 
         await store.evaluations.save(make_evaluation("after-the-crash"))
         assert await store.evaluations.count() == evaluations + 1
+
+
+def _opener(barrier: Any, paths: list[str], out: Path) -> None:  # pragma: no cover - child
+    async def main() -> list[str]:
+        failures = []
+        for path in paths:
+            barrier.wait(timeout=20)
+            try:
+                async with await Store.open(f"sqlite+aiosqlite:///{path}"):
+                    pass
+            except Exception as error:
+                failures.append(f"{type(error).__name__}: {error}")
+        return failures
+
+    out.write_text(json.dumps(asyncio.run(main())))
+
+
+def test_four_processes_opening_new_sqlite_files_at_once_all_succeed(tmp_path: Path) -> None:
+    """SQLite refuses a journal-mode change that races another connection without waiting,
+    and a database can be migrated between two reads: neither may fail a process that opens
+    a new store at the same moment as others."""
+    paths = [str(tmp_path / f"fresh{i}.db") for i in range(12)]
+    barrier = _FORK.Barrier(4)
+    outputs = [tmp_path / f"opener{i}.json" for i in range(4)]
+    openers = [_FORK.Process(target=_opener, args=(barrier, paths, out)) for out in outputs]
+    for opener in openers:
+        opener.start()
+    for opener in openers:
+        opener.join(timeout=120)
+    assert [opener.exitcode for opener in openers] == [0, 0, 0, 0]
+    assert [json.loads(out.read_text()) for out in outputs] == [[], [], [], []]
+    for path in paths:
+        with sqlite3.connect(path) as plain:
+            assert plain.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            assert plain.execute("SELECT count(*) FROM alembic_version").fetchone()[0] == 1
