@@ -31,6 +31,8 @@ with tempfile.TemporaryDirectory() as folder:
 rubric = loaded.rubrics[0]
 print(f"format={loaded.format} rubric={rubric.id} threshold={rubric.pass_threshold}")
 for criterion in rubric.criteria:
-    print(f"  {criterion.id}: weight={criterion.weight:g} required={criterion.required} "
-          f"kind={criterion.kind} method={criterion.scoring.method}")
+    print(
+        f"  {criterion.id}: weight={criterion.weight:g} required={criterion.required} "
+        f"kind={criterion.kind} method={criterion.scoring.method}"
+    )
 print(dump_rubric(rubric).splitlines()[0])

@@ -25,8 +25,7 @@ def test_errors_form_one_tree() -> None:
 
 def test_importing_builds_no_plugin_manager() -> None:
     code = (
-        "import rubricflow, rubricflow.plugins as p; "
-        "print(p._cached_default.cache_info().currsize)"
+        "import rubricflow, rubricflow.plugins as p; print(p._cached_default.cache_info().currsize)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "0"

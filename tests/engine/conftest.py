@@ -49,4 +49,9 @@ def crit(cid: str, value: Any = None, weight: float = 1.0, **extra: Any) -> dict
     config = {k: extra.pop(k) for k in ("status", "delay") if k in extra}
     if value is not None:
         config["value"] = value
-    return {"id": cid, "weight": weight, "scoring": {"method": "scripted", "config": config}, **extra}
+    return {
+        "id": cid,
+        "weight": weight,
+        "scoring": {"method": "scripted", "config": config},
+        **extra,
+    }

@@ -80,18 +80,14 @@ async def test_below_the_bar_by_the_smallest_step_fails(scripted: PluginRegistry
 
 # --- OpenRubricRL's blend as imported criteria (SEMANTICS.md 1) ---------------------
 async def test_openrubricrl_blend_figure(scripted: PluginRegistry) -> None:
-    r = rubric(
-        [crit("llm", 0.8, 0.5), crit("accuracy", 1.0, 0.3), crit("perplexity", 0.3775, 0.2)]
-    )
+    r = rubric([crit("llm", 0.8, 0.5), crit("accuracy", 1.0, 0.3), crit("perplexity", 0.3775, 0.2)])
     evaluation = await evaluate(r, "x", plugins=scripted)
     assert evaluation.score == 0.7755
 
 
 # --- required gating and incomplete ---------------------------------------------------
 async def test_required_failure_fails_whatever_the_score(scripted: PluginRegistry) -> None:
-    r = rubric(
-        [crit("big", True, 10), crit("gate", False, 0.1, required=True)], pass_threshold=0.5
-    )
+    r = rubric([crit("big", True, 10), crit("gate", False, 0.1, required=True)], pass_threshold=0.5)
     evaluation = await evaluate(r, "x", plugins=scripted)
     assert evaluation.score > 0.9
     assert evaluation.verdict == "fail"
@@ -107,7 +103,9 @@ async def test_required_min_score_gates(scripted: PluginRegistry) -> None:
 
 
 async def test_lowest_level_of_required_criterion_fails(scripted: PluginRegistry) -> None:
-    r = rubric([crit("a", "poor", levels=LEVELS, required=True), crit("b", 1.0, 5)], pass_threshold=0.1)
+    r = rubric(
+        [crit("a", "poor", levels=LEVELS, required=True), crit("b", 1.0, 5)], pass_threshold=0.1
+    )
     assert (await evaluate(r, "x", plugins=scripted)).verdict == "fail"
 
 
@@ -141,7 +139,11 @@ async def test_exclude_policy_keeps_required_unscored_incomplete(scripted: Plugi
 
 async def test_count_as_zero_gives_no_credit(scripted: PluginRegistry) -> None:
     r = rubric(
-        [crit("a", True, 3), crit("b", status="error", weight=1), crit("p", status="error", weight=-1)],
+        [
+            crit("a", True, 3),
+            crit("b", status="error", weight=1),
+            crit("p", status="error", weight=-1),
+        ],
         unscored_policy="count_as_zero",
         pass_threshold=0.5,
     )
@@ -173,7 +175,9 @@ weights = st.floats(min_value=-10, max_value=10, allow_nan=False).map(lambda w: 
 scores = st.floats(min_value=0, max_value=1, allow_nan=False)
 
 
-def _results(pairs: list[tuple[float, float | None]], required: list[bool] | None = None) -> tuple[Any, list[CriterionResult]]:
+def _results(
+    pairs: list[tuple[float, float | None]], required: list[bool] | None = None
+) -> tuple[Any, list[CriterionResult]]:
     r = parse_rubric(
         {
             "id": "p",
@@ -218,14 +222,24 @@ def test_raising_a_positive_criterion_never_lowers_the_total(
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(weights, st.one_of(st.none(), scores)), min_size=1, max_size=10), st.randoms())
-def test_permuting_criteria_changes_nothing(pairs: list[tuple[float, float | None]], rnd: Any) -> None:
+@given(
+    st.lists(st.tuples(weights, st.one_of(st.none(), scores)), min_size=1, max_size=10),
+    st.randoms(),
+)
+def test_permuting_criteria_changes_nothing(
+    pairs: list[tuple[float, float | None]], rnd: Any
+) -> None:
     r, results = _results(pairs)
     shuffled = list(results)
     rnd.shuffle(shuffled)
     a = aggregate(r, results)
     b = aggregate(r, shuffled)
-    assert (a.verdict, a.score, a.raw_score, a.coverage) == (b.verdict, b.score, b.raw_score, b.coverage)
+    assert (a.verdict, a.score, a.raw_score, a.coverage) == (
+        b.verdict,
+        b.score,
+        b.raw_score,
+        b.coverage,
+    )
 
 
 @settings(max_examples=300, deadline=None)

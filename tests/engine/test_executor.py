@@ -29,10 +29,16 @@ async def test_same_inputs_give_the_same_evaluation(scripted: PluginRegistry) ->
     r = parse_rubric(
         {
             "id": "r",
-            "criteria": [crit("a", 0.3, 2, delay=0.02), crit("b", True, 1), crit("c", status="error")],
+            "criteria": [
+                crit("a", 0.3, 2, delay=0.02),
+                crit("b", True, 1),
+                crit("c", status="error"),
+            ],
         }
     )
-    first, second = await asyncio.gather(evaluate(r, "x", plugins=scripted), evaluate(r, "x", plugins=scripted))
+    first, second = await asyncio.gather(
+        evaluate(r, "x", plugins=scripted), evaluate(r, "x", plugins=scripted)
+    )
     strip = {"id", "created_at", "duration_ms"}
     a = first.model_dump(exclude=strip)
     b = second.model_dump(exclude=strip)
@@ -71,7 +77,12 @@ def gauge_plugin(gauge: Gauge) -> Any:
 async def test_concurrency_is_bounded(limit: int) -> None:
     gauge = Gauge()
     registry = create_plugin_manager(plugins=[gauge_plugin(gauge)], load_entry_points=False)
-    r = parse_rubric({"id": "r", "criteria": [{"id": f"c{i}", "scoring": {"method": "gauge"}} for i in range(12)]})
+    r = parse_rubric(
+        {
+            "id": "r",
+            "criteria": [{"id": f"c{i}", "scoring": {"method": "gauge"}} for i in range(12)],
+        }
+    )
     evaluation = await evaluate(r, "x", plugins=registry, concurrency=limit)
     assert evaluation.verdict == "pass"
     assert gauge.peak == min(limit, 12)
@@ -113,10 +124,14 @@ async def test_threshold_override(scripted: PluginRegistry) -> None:
     assert (await evaluate(r, "x", plugins=scripted, threshold=0.7)).verdict == "fail"
 
 
-async def test_evaluate_many_keeps_input_order_with_bounded_window(scripted: PluginRegistry) -> None:
+async def test_evaluate_many_keeps_input_order_with_bounded_window(
+    scripted: PluginRegistry,
+) -> None:
     r = parse_rubric({"id": "r", "criteria": [crit("a", True, delay=0.005)]})
     targets = (Target(id=str(i), content=str(i)) for i in range(40))
-    ids = [e.target_id async for e in evaluate_many(r, targets, target_concurrency=7, plugins=scripted)]
+    ids = [
+        e.target_id async for e in evaluate_many(r, targets, target_concurrency=7, plugins=scripted)
+    ]
     assert ids == [str(i) for i in range(40)]
 
 

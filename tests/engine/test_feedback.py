@@ -22,7 +22,9 @@ async def test_feedback_names_the_next_level_up(scripted: PluginRegistry) -> Non
             "name": "Answer quality",
             "criteria": [
                 crit("accuracy", "fair", levels=LEVELS, name="Accuracy"),
-                crit("cites", False, name="Cites a source", description="Links at least one source"),
+                crit(
+                    "cites", False, name="Cites a source", description="Links at least one source"
+                ),
                 crit("tone", True, name="Tone"),
             ],
         }
@@ -40,11 +42,15 @@ async def test_feedback_names_the_next_level_up(scripted: PluginRegistry) -> Non
 
 
 async def test_feedback_lists_what_could_not_be_scored(scripted: PluginRegistry) -> None:
-    r = parse_rubric({"id": "r", "criteria": [crit("a", True), crit("b", status="raise", name="B")]})
+    r = parse_rubric(
+        {"id": "r", "criteria": [crit("a", True), crit("b", status="raise", name="B")]}
+    )
     text = (await evaluate(r, "x", plugins=scripted)).feedback
     assert text.startswith("Evaluation INCOMPLETE")
     assert "Coverage: 50%" in text
-    assert "- B: scorer 'scripted' raised RuntimeError: scorer exploded" in text.split("Not scored")[1]
+    assert (
+        "- B: scorer 'scripted' raised RuntimeError: scorer exploded" in text.split("Not scored")[1]
+    )
 
 
 async def test_penalty_feedback_says_what_to_remove(scripted: PluginRegistry) -> None:
@@ -53,10 +59,18 @@ async def test_penalty_feedback_says_what_to_remove(scripted: PluginRegistry) ->
             "id": "r",
             "criteria": [
                 crit("ok", True, 2),
-                crit("secret", True, -1, name="Hard-coded secret", description="Code contains a credential"),
+                crit(
+                    "secret",
+                    True,
+                    -1,
+                    name="Hard-coded secret",
+                    description="Code contains a credential",
+                ),
             ],
             "pass_threshold": 0.9,
         }
     )
     text = (await evaluate(r, "x", plugins=scripted)).feedback
-    assert "Hard-coded secret: remove what triggered this penalty: Code contains a credential" in text
+    assert (
+        "Hard-coded secret: remove what triggered this penalty: Code contains a credential" in text
+    )
