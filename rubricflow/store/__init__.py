@@ -14,6 +14,7 @@ from rubricflow.store.database import Database
 from rubricflow.store.evaluations import EvaluationFilter, EvaluationStore, StoredEvaluation
 from rubricflow.store.judge_cache import StoreJudgeCache
 from rubricflow.store.rubrics import RegisteredRubric, RubricRegistry, RubricVersionInfo
+from rubricflow.store.runs import RunStore
 from rubricflow.store.url import DB_ENV, DEFAULT_URL, resolve_url
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "RegisteredRubric",
     "RubricRegistry",
     "RubricVersionInfo",
+    "RunStore",
     "Store",
     "StoreJudgeCache",
     "StoredEvaluation",
@@ -33,13 +35,14 @@ __all__ = [
 
 
 class Store:
-    """One database and its repositories: `rubrics`, `evaluations`, `judge_cache`."""
+    """One database and its repositories: `rubrics`, `evaluations`, `judge_cache`, `runs`."""
 
     def __init__(self, database: Database) -> None:
         self.database = database
         self.rubrics = RubricRegistry(database)
         self.evaluations = EvaluationStore(database)
         self.judge_cache = StoreJudgeCache(database)
+        self.runs = RunStore(database)
 
     @classmethod
     async def open(cls, url: str | None = None, *, upgrade: bool = False) -> Store:

@@ -33,6 +33,7 @@ class StoredEvaluation:
     evaluation: Evaluation
     artifact_id: str | None = None
     revision: int | None = None
+    run_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class EvaluationFilter:
     artifact_id: str | None = None
     revision: int | None = None
     verdict: str | None = None
+    run_id: str | None = None
     since: datetime | None = None
     until: datetime | None = None
 
@@ -58,6 +60,7 @@ class EvaluationFilter:
             (c.artifact_id, self.artifact_id),
             (c.revision, self.revision),
             (c.verdict, self.verdict),
+            (c.run_id, self.run_id),
         ):
             if value is not None:
                 clauses.append(column == value)
@@ -100,6 +103,7 @@ def _rows(
         "output_tokens": usage["output_tokens"],
         "cost": usage["cost"],
         "document": json.dumps(evaluation.to_dict(), ensure_ascii=False),
+        "run_id": item.run_id,
     }
     criteria = []
     calls: list[dict[str, Any]] = []

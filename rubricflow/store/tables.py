@@ -20,6 +20,7 @@ __all__ = [
     "LLMCallRow",
     "RubricRow",
     "RubricVersionRow",
+    "RunRow",
     "metadata",
 ]
 
@@ -67,6 +68,7 @@ class EvaluationRow(SQLModel, table=True):
         sa.Index("ix_evaluations_artifact", "artifact_id", "revision", "created_at"),
         sa.Index("ix_evaluations_verdict", "verdict", "created_at"),
         sa.Index("ix_evaluations_created", "created_at"),
+        sa.Index("ix_evaluations_run", "run_id", "target_id"),
         sa.Index(
             "uq_evaluations_review",
             "artifact_id",
@@ -103,6 +105,24 @@ class EvaluationRow(SQLModel, table=True):
     output_tokens: int = 0
     cost: float | None = None
     document: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    run_id: str | None = Field(default=None, max_length=200)
+
+
+class RunRow(SQLModel, table=True):
+    """A batch evaluation run: what was evaluated, with which options, and how it ended.
+    Its evaluations carry its id (`evaluations.run_id`)."""
+
+    __tablename__ = "runs"
+    __table_args__ = (sa.Index("ix_runs_started", "started_at"),)
+
+    id: str = Field(primary_key=True, max_length=200)
+    rubric_id: str = Field(max_length=200)
+    rubric_version: str = Field(max_length=100)
+    source: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    status: str = Field(max_length=20)
+    started_at: datetime = _when(nullable=False)
+    finished_at: datetime | None = _when(nullable=True)
+    options: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
 
 
 class CriterionResultRow(SQLModel, table=True):

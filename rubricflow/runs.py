@@ -1,0 +1,342 @@
+"""Batch evaluation runs: what a run is, how it is written to and read from a results
+JSONL file or the store, and the figures a report or a comparison is built from.
+
+A results file holds one JSON object per line: first a header `{"run": {...}}`, then each
+evaluation's full document with a `run_id` key. A resumed run appends to the same file;
+when a target was evaluated twice (an incomplete evaluation retried), the last one counts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from rubricflow.errors import NotFoundError, RubricflowError
+from rubricflow.results import Evaluation
+
+__all__ = [
+    "CriterionSummary",
+    "RunData",
+    "RunInfo",
+    "RunInputError",
+    "RunSummary",
+    "evaluation_line",
+    "finished_targets",
+    "latest_per_target",
+    "new_run_id",
+    "read_results_file",
+    "summarize",
+    "write_run_header",
+]
+
+FINISHED = ("pass", "fail")
+
+
+class RunInputError(RubricflowError):
+    """A results file cannot be read, or does not hold a rubricflow run."""
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """A run id that sorts by start time and is unique enough to need no coordination."""
+    import secrets
+
+    when = (now or datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
+    return f"run-{when}-{secrets.token_hex(3)}"
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One batch run: its id, the rubric, where the targets came from, and how it ended
+    (`running`, `interrupted` or `finished`)."""
+
+    id: str
+    rubric_id: str
+    rubric_version: str
+    source: str | None = None
+    status: str = "running"
+    started_at: str = ""
+    finished_at: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "rubric_id": self.rubric_id,
+            "rubric_version": self.rubric_version,
+            "source": self.source,
+            "status": self.status,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "options": self.options,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunInfo:
+        return cls(
+            id=str(data["id"]),
+            rubric_id=str(data.get("rubric_id", "")),
+            rubric_version=str(data.get("rubric_version", "")),
+            source=data.get("source"),
+            status=str(data.get("status", "finished")),
+            started_at=str(data.get("started_at") or ""),
+            finished_at=data.get("finished_at"),
+            options=dict(data.get("options") or {}),
+        )
+
+
+@dataclass(frozen=True)
+class RunData:
+    """A run and its evaluations: the latest one per target, in the order targets were
+    first evaluated."""
+
+    info: RunInfo
+    evaluations: list[Evaluation]
+
+    @property
+    def label(self) -> str:
+        return self.info.id
+
+
+@dataclass(frozen=True)
+class CriterionSummary:
+    """How one criterion did across a run."""
+
+    criterion_id: str
+    scored: int
+    passed: int
+    unscored: int
+    mean_score: float | None
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.scored if self.scored else None
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """The figures of a run: verdict counts, pass rate, score statistics and a histogram,
+    per-criterion pass rates, and the LLM ledger totals."""
+
+    total: int
+    passed: int
+    failed: int
+    incomplete: int
+    mean_score: float | None
+    median_score: float | None
+    histogram: list[int]
+    criteria: list[CriterionSummary]
+    llm_calls: int
+    cache_hits: int
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+    duration_ms: float
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.total if self.total else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "passed": self.passed,
+            "failed": self.failed,
+            "incomplete": self.incomplete,
+            "pass_rate": self.pass_rate,
+            "mean_score": self.mean_score,
+            "median_score": self.median_score,
+            "histogram": self.histogram,
+            "criteria": [
+                {
+                    "id": c.criterion_id,
+                    "scored": c.scored,
+                    "passed": c.passed,
+                    "unscored": c.unscored,
+                    "pass_rate": c.pass_rate,
+                    "mean_score": c.mean_score,
+                }
+                for c in self.criteria
+            ],
+            "llm_calls": self.llm_calls,
+            "cache_hits": self.cache_hits,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost": self.cost,
+            "duration_ms": self.duration_ms,
+        }
+
+
+HISTOGRAM_BINS = 10
+
+
+def summarize(evaluations: Sequence[Evaluation]) -> RunSummary:
+    """The figures of a run. The histogram has ten bins over the normalised 0..1 score
+    (the last bin includes 1.0)."""
+    verdicts = {"pass": 0, "fail": 0, "incomplete": 0}
+    histogram = [0] * HISTOGRAM_BINS
+    scores: list[float] = []
+    per_criterion: dict[str, list[Any]] = {}
+    usage = {"llm_calls": 0, "cache_hits": 0, "input_tokens": 0, "output_tokens": 0}
+    cost: float | None = None
+    duration = 0.0
+    for evaluation in evaluations:
+        verdicts[evaluation.verdict] += 1
+        duration += evaluation.duration_ms
+        if evaluation.verdict != "incomplete":
+            scores.append(evaluation.score)
+            histogram[min(int(evaluation.score * HISTOGRAM_BINS), HISTOGRAM_BINS - 1)] += 1
+        for result in evaluation.criteria:
+            entry = per_criterion.setdefault(result.criterion_id, [0, 0, 0, []])
+            if result.scored and result.passed is not None:
+                entry[0] += 1
+                entry[1] += bool(result.passed)
+                if result.score is not None:
+                    entry[3].append(result.score)
+            else:
+                entry[2] += 1
+        spent = evaluation.usage()
+        for key in usage:
+            usage[key] += spent[key]
+        if spent["cost"] is not None:
+            cost = (cost or 0.0) + spent["cost"]
+    criteria = [
+        CriterionSummary(
+            criterion_id=name,
+            scored=scored,
+            passed=passed,
+            unscored=unscored,
+            mean_score=math.fsum(values) / len(values) if values else None,
+        )
+        for name, (scored, passed, unscored, values) in per_criterion.items()
+    ]
+    return RunSummary(
+        total=len(evaluations),
+        passed=verdicts["pass"],
+        failed=verdicts["fail"],
+        incomplete=verdicts["incomplete"],
+        mean_score=math.fsum(scores) / len(scores) if scores else None,
+        median_score=_median(scores),
+        histogram=histogram,
+        criteria=criteria,
+        llm_calls=usage["llm_calls"],
+        cache_hits=usage["cache_hits"],
+        input_tokens=usage["input_tokens"],
+        output_tokens=usage["output_tokens"],
+        cost=cost,
+        duration_ms=duration,
+    )
+
+
+def _median(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    return (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def latest_per_target(evaluations: Iterable[Evaluation]) -> list[Evaluation]:
+    """The last evaluation of each target, in the order targets first appear."""
+    chosen: dict[str, Evaluation] = {}
+    for evaluation in evaluations:
+        # a dict keeps a key's first position when its value is replaced
+        chosen[evaluation.target_id or evaluation.target_hash] = evaluation
+    return list(chosen.values())
+
+
+def write_run_header(stream: IO[str], info: RunInfo) -> None:
+    stream.write(json.dumps({"run": info.to_dict()}, ensure_ascii=False) + "\n")
+
+
+def evaluation_line(evaluation: Evaluation, run_id: str) -> str:
+    """One results-file line: the evaluation's full document and its run id."""
+    return json.dumps({"run_id": run_id, **evaluation.to_dict()}, ensure_ascii=False) + "\n"
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The file's JSON objects with their line numbers. A malformed *last* line (a write
+    cut off by a kill) is dropped, since everything before it is intact; a malformed line
+    anywhere else is an error."""
+    try:
+        stream = path.open(encoding="utf-8")
+    except OSError as error:
+        raise RunInputError(f"{path}: cannot read: {error.strerror or error}") from None
+    with stream:
+        broken: RunInputError | None = None
+        try:
+            for number, line in enumerate(stream, start=1):
+                if not line.strip():
+                    continue
+                if broken is not None:
+                    raise broken
+                try:
+                    value = json.loads(line)
+                except json.JSONDecodeError as error:
+                    broken = RunInputError(
+                        f"{path} line {number}: malformed JSON at column {error.colno}: "
+                        f"{error.msg}; a results file is written by `rubricflow eval --output`"
+                    )
+                    continue
+                if not isinstance(value, dict):
+                    raise RunInputError(
+                        f"{path} line {number}: expected a JSON object, got "
+                        f"{type(value).__name__}"
+                    )
+                yield number, value
+        except UnicodeDecodeError:
+            raise RunInputError(f"{path}: not UTF-8 text") from None
+
+
+def read_results_file(path: str | Path) -> RunData:
+    """The run in a results file written by `rubricflow eval --output`. A file that was
+    cut off mid-line (a killed run) is read up to its last complete line."""
+    source = Path(path)
+    if not source.is_file():
+        raise NotFoundError(f"{source}: no such results file; check the path")
+    info: RunInfo | None = None
+    evaluations: list[Evaluation] = []
+    for number, value in _lines(source):
+        if "run" in value and isinstance(value["run"], dict):
+            if info is None:
+                info = RunInfo.from_dict(value["run"])
+            continue
+        document = {k: v for k, v in value.items() if k != "run_id"}
+        try:
+            evaluations.append(Evaluation.model_validate(document))
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(map(str, first["loc"])) or "(line)"
+            raise RunInputError(
+                f"{source} line {number}: not a rubricflow evaluation ({where}: "
+                f"{first['msg']}); give a file written by `rubricflow eval --output`"
+            ) from None
+        if info is None:
+            info = RunInfo(
+                id=str(value.get("run_id") or source.stem),
+                rubric_id=evaluations[-1].rubric_id,
+                rubric_version=evaluations[-1].rubric_version,
+                source=str(source),
+                status="finished",
+            )
+    if info is None:
+        raise RunInputError(f"{source}: holds no run; it is empty")
+    return RunData(info, latest_per_target(evaluations))
+
+
+def finished_targets(evaluations: Iterable[Evaluation]) -> set[str]:
+    """The targets whose latest evaluation is complete (pass or fail): a resumed run skips
+    them; incomplete ones are evaluated again."""
+    latest: dict[str, str] = {}
+    for evaluation in evaluations:
+        if evaluation.target_id is not None:
+            latest[evaluation.target_id] = evaluation.verdict
+    return {target for target, verdict in latest.items() if verdict in FINISHED}
