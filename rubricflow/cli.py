@@ -283,9 +283,6 @@ def _print_evaluation(evaluation: Any, rubric: Any) -> None:
     out.print()
 
 
-STORE_BATCH = 200
-
-
 async def _open_store(db: str, rubric: Any, source_format: str | None) -> Any:
     """The store at `db`, with `rubric` registered (the same content again is a no-op)."""
     from rubricflow.store import Store
@@ -297,156 +294,6 @@ async def _open_store(db: str, rubric: Any, source_format: str | None) -> Any:
         await store.close()
         raise
     return store
-
-
-async def _flush(store: Any, pending: list[Any]) -> None:
-    """Store what is done, then close; an error here never hides one already under way."""
-    under_way = sys.exc_info()[1]
-    try:
-        if pending:
-            await store.evaluations.save_many(pending)
-    except Exception as error:
-        if under_way is None:
-            raise
-        err.print(f"error: could not store {len(pending)} evaluation(s): {escape(str(error))}")
-    finally:
-        await store.close()
-
-
-@app.command("eval")
-def eval_command(
-    rubric_path: Annotated[
-        Path, typer.Argument(metavar="RUBRIC", help="Rubric file (any format).")
-    ],
-    target: Annotated[
-        str,
-        typer.Argument(
-            metavar="TARGET",
-            help="JSON/YAML file with one target, a JSONL file (one per line), or - for stdin.",
-        ),
-    ],
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print one JSON object per target.")
-    ] = False,
-    concurrency: Annotated[
-        int, typer.Option("--concurrency", "-c", min=1, help="Criteria scored at once per target.")
-    ] = 8,
-    targets_in_flight: Annotated[
-        int, typer.Option("--targets-in-flight", min=1, help="Targets evaluated at once.")
-    ] = 8,
-    allow_import: Annotated[
-        bool,
-        typer.Option(
-            "--allow-import",
-            help="Let the rubric's deterministic criteria import `module:function` code.",
-        ),
-    ] = False,
-    format: Annotated[
-        str | None, typer.Option("--format", "-f", help="Rubric format (default: detect).")
-    ] = None,
-    rubric_id: Annotated[
-        str | None, typer.Option("--rubric-id", help="Which rubric, when the file holds several.")
-    ] = None,
-    db: Annotated[
-        str | None,
-        typer.Option(
-            "--db",
-            help="Store the rubric and every evaluation in this database (URL or SQLite "
-            "file); without it `eval` stores nothing.",
-        ),
-    ] = None,
-    llm: Annotated[
-        str | None,
-        typer.Option(
-            "--llm",
-            metavar="SPEC",
-            help="LLM judge: openai:MODEL[@URL], anthropic:MODEL, ollama:MODEL[@URL], local, "
-            "python:module:function (default: $RUBRICFLOW_LLM).",
-        ),
-    ] = None,
-    no_cache: Annotated[
-        bool, typer.Option("--no-cache", help="Ask the judge again; do not use cached answers.")
-    ] = False,
-    samples: Annotated[
-        int | None,
-        typer.Option(
-            "--samples", min=1, help="Judge each LLM criterion N times (majority vote / mean)."
-        ),
-    ] = None,
-    llm_feedback: Annotated[
-        bool,
-        typer.Option("--llm-feedback", help="Add a 3-5 sentence feedback summary by the judge."),
-    ] = False,
-) -> None:
-    """Evaluate targets against a rubric.
-
-    Exit 0 when every target passed, 1 when any failed or was incomplete, 2 on usage or
-    input errors.
-    """
-    import asyncio
-
-    from rubricflow.engine.executor import evaluate_many
-    from rubricflow.targets import read_targets
-
-    plugins = _plugins()
-    rubric, source_format = _pick_rubric(rubric_path, format, rubric_id, plugins)
-    _refuse_unregistered_imports(rubric, plugins, allow_import)
-    from rubricflow.llm.cli import add_usage, eval_session, usage_text
-
-    judge = eval_session(
-        rubric, plugins, llm, allow_import=allow_import, no_cache=no_cache, feedback=llm_feedback
-    )
-    counts = {"pass": 0, "fail": 0, "incomplete": 0}
-    usage: dict[str, Any] = {}
-
-    async def run() -> None:
-        store = await _open_store(db, rubric, source_format) if db is not None else None
-        if store is not None and not no_cache:
-            judge.cache = store.judge_cache  # workers sharing the store share answers
-        pending: list[Any] = []
-        try:
-            stream = evaluate_many(
-                rubric,
-                read_targets(target),
-                target_concurrency=targets_in_flight,
-                plugins=plugins,
-                concurrency=concurrency,
-                allow_import=allow_import,
-                options={"llm": judge, "samples": samples, "llm_feedback": llm_feedback},
-            )
-            async for evaluation in stream:
-                counts[evaluation.verdict] += 1
-                add_usage(usage, evaluation.usage())
-                _show(evaluation)
-                if store is not None:
-                    pending.append(evaluation)
-                    if len(pending) >= STORE_BATCH:
-                        await store.evaluations.save_many(pending)
-                        pending.clear()
-        finally:
-            await judge.aclose()
-            if store is not None:
-                await _flush(store, pending)
-
-    def _show(evaluation: Any) -> None:
-        if as_json:
-            sys.stdout.write(json.dumps(_evaluation_line(evaluation), ensure_ascii=False) + "\n")
-        else:
-            _print_evaluation(evaluation, rubric)
-
-    with _user_errors():
-        asyncio.run(run())
-    total = sum(counts.values())
-    if total == 0:
-        _fail(f"{target}: holds no targets; give one target object or JSONL lines")
-    if not as_json:
-        out.print(
-            f"{total} target(s): {counts['pass']} passed, {counts['fail']} failed, "
-            f"{counts['incomplete']} incomplete"
-        )
-        if usage.get("llm_calls") or usage.get("cache_hits"):
-            out.print(f"LLM usage: {escape(usage_text(usage))}")
-    raise typer.Exit(EXIT_OK if counts["pass"] == total else EXIT_FAILED)
 
 
 @app.command()
@@ -489,16 +336,41 @@ def _add_store_commands() -> None:
     app.command("worker")(worker_command)
 
 
+def _add_eval_command() -> None:
+    from rubricflow.cli_eval import eval_command
+
+    app.command("eval")(eval_command)
+
+
 def _add_llm_commands() -> None:
     from rubricflow.llm.cli import llm_app
 
     app.add_typer(llm_app, name="llm")
 
 
+_add_eval_command()
 _add_llm_commands()
 
 
 _add_store_commands()
+
+
+def _add_report_commands() -> None:
+    from rubricflow.cli_report import add_report_commands
+
+    add_report_commands(app)
+
+
+_add_report_commands()
+
+
+def _add_calibrate_command() -> None:
+    from rubricflow.cli_calibrate import add_calibrate_command
+
+    add_calibrate_command(app)
+
+
+_add_calibrate_command()
 
 
 def main(argv: list[str] | None = None) -> None:

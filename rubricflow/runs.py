@@ -288,8 +288,7 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     continue
                 if not isinstance(value, dict):
                     raise RunInputError(
-                        f"{path} line {number}: expected a JSON object, got "
-                        f"{type(value).__name__}"
+                        f"{path} line {number}: expected a JSON object, got {type(value).__name__}"
                     )
                 yield number, value
         except UnicodeDecodeError:

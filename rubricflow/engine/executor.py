@@ -28,6 +28,7 @@ __all__ = [
     "DEFAULT_CONCURRENCY",
     "as_target",
     "evaluate",
+    "evaluate_cases",
     "evaluate_many",
     "evaluate_sync",
     "resolve_method",
@@ -289,24 +290,48 @@ async def evaluate_many(
     At most `target_concurrency` targets are in flight, so memory stays flat however
     long the stream is.
     """
+
+    async def pairs() -> AsyncIterator[tuple[Rubric, Any]]:
+        if isinstance(targets, AsyncIterable):
+            async for item in targets:
+                yield rubric, item
+        else:
+            for item in targets:
+                yield rubric, item
+
+    async for evaluation in evaluate_cases(
+        pairs(), target_concurrency=target_concurrency, **options
+    ):
+        yield evaluation
+
+
+async def evaluate_cases(
+    cases: Iterable[tuple[Rubric, Target | Mapping[str, Any] | str]]
+    | AsyncIterable[tuple[Rubric, Target | Mapping[str, Any] | str]],
+    *,
+    target_concurrency: int = DEFAULT_CONCURRENCY,
+    **options: Any,
+) -> AsyncIterator[Evaluation]:
+    """`evaluate_many` for (rubric, target) pairs: a suite whose cases add criteria of
+    their own grades each case with its own rubric. Yields in input order."""
     if target_concurrency < 1:
         raise ConfigurationError(f"target concurrency must be at least 1, got {target_concurrency}")
     pending: list[asyncio.Task[Evaluation]] = []
 
     async def items() -> AsyncIterator[Any]:
-        if isinstance(targets, AsyncIterable):
-            async for item in targets:
+        if isinstance(cases, AsyncIterable):
+            async for item in cases:
                 yield item
         else:
-            for item in targets:
+            for item in cases:
                 yield item
 
     from rubricflow.llm.session import shared_llm_session
 
     async with shared_llm_session(options) as shared:
         try:
-            async for item in items():
-                pending.append(asyncio.ensure_future(evaluate(rubric, item, **shared)))
+            async for case_rubric, item in items():
+                pending.append(asyncio.ensure_future(evaluate(case_rubric, item, **shared)))
                 if len(pending) >= target_concurrency:
                     yield await pending.pop(0)
             while pending:

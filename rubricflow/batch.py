@@ -1,0 +1,277 @@
+"""A batch run: evaluate many cases, write each result as it lands (results JSONL and/or
+the store), stop cleanly when asked, and resume without re-judging finished cases.
+
+Stopping: `BatchRun.stop()` (the CLI calls it on the first Ctrl-C) stops taking new
+cases; the cases in flight finish and are written, and the run is recorded as
+`interrupted`. Resuming reads what the results file and the store already hold: a case
+whose latest evaluation is complete is skipped (and copied to whichever of the two lacks
+it), an incomplete one is evaluated again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO, Any
+
+from rubricflow.engine.executor import evaluate_cases
+from rubricflow.errors import RubricflowError
+from rubricflow.model import Rubric
+from rubricflow.results import Evaluation, Target
+from rubricflow.runs import (
+    RunData,
+    RunInfo,
+    evaluation_line,
+    latest_per_target,
+    read_results_file,
+    write_run_header,
+)
+
+__all__ = ["BatchRun", "BatchTally", "ResumeError"]
+
+STORE_BATCH = 200
+
+
+class ResumeError(RubricflowError):
+    """A run cannot be resumed (nothing to resume, or the pieces disagree)."""
+
+
+@dataclass
+class BatchTally:
+    """Running totals, for the progress bar and the closing summary."""
+
+    total: int | None = None
+    skipped: int = 0
+    #: how the targets finished in an earlier session of a resumed run went
+    earlier_failed: int = 0
+    done: int = 0
+    passed: int = 0
+    failed: int = 0
+    incomplete: int = 0
+    llm_calls: int = 0
+    cache_hits: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    def add(self, evaluation: Evaluation) -> None:
+        self.done += 1
+        if evaluation.verdict == "pass":
+            self.passed += 1
+        elif evaluation.verdict == "fail":
+            self.failed += 1
+        else:
+            self.incomplete += 1
+        usage = evaluation.usage()
+        self.llm_calls += usage["llm_calls"]
+        self.cache_hits += usage["cache_hits"]
+        self.input_tokens += usage["input_tokens"]
+        self.output_tokens += usage["output_tokens"]
+        if usage["cost"] is not None:
+            self.cost = (self.cost or 0.0) + usage["cost"]
+
+    @property
+    def rate(self) -> float:
+        elapsed = time.monotonic() - self.started
+        return self.done / elapsed if elapsed > 0 else 0.0
+
+    def usage(self) -> dict[str, Any]:
+        return {
+            "llm_calls": self.llm_calls,
+            "cache_hits": self.cache_hits,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost": self.cost,
+        }
+
+
+class BatchRun:
+    """One run over `cases` ((rubric, target) pairs). Use `prepare` (start or resume),
+    then iterate `run()`, then `close()`."""
+
+    def __init__(
+        self,
+        info: RunInfo,
+        *,
+        output: Path | None = None,
+        store: Any = None,
+        resume: bool = False,
+        keep: bool = False,
+    ) -> None:
+        self.info = info
+        self.output = output
+        self.store = store
+        self.resume = resume
+        self.tally = BatchTally()
+        self._stop = False
+        self._stream: IO[str] | None = None
+        self._pending: list[Any] = []
+        self._skip: set[str] = set()
+        self._copy_to_file: list[Evaluation] = []
+        #: every evaluation of this run (earlier sessions' too), when `keep` is set
+        self.kept: list[Evaluation] | None = [] if keep else None
+
+    # -- starting and resuming -------------------------------------------------------
+
+    async def prepare(self) -> RunInfo:
+        """Record the run's start, or for a resume gather what is already finished."""
+        if self.resume:
+            await self._prepare_resume()
+        else:
+            if self.output is not None and self.output.exists() and self.output.stat().st_size:
+                raise ResumeError(
+                    f"{self.output}: already holds results; continue that run with --resume, "
+                    "or remove the file (or pick another --output)"
+                )
+            if self.store is not None:
+                self.info = await self.store.runs.start(self.info)
+        if self.output is not None:
+            self.output.parent.mkdir(parents=True, exist_ok=True)
+            self._stream = self.output.open("a", encoding="utf-8")
+            if not self.resume:
+                write_run_header(self._stream, self.info)
+                self._stream.flush()
+        return self.info
+
+    async def _prepare_resume(self) -> None:
+        from_file: RunData | None = None
+        if self.output is not None and self.output.exists():
+            from_file = read_results_file(self.output)
+            if self.info.id != from_file.info.id and self.info.options.get("run_given"):
+                raise ResumeError(
+                    f"{self.output} holds run {from_file.info.id!r}, not {self.info.id!r}; "
+                    "resume the run the file holds, or give another --output"
+                )
+            self.info = RunInfo(**{**self.info.to_dict(), "id": from_file.info.id})
+        from_store: list[Evaluation] = []
+        if self.store is not None:
+            run_id = self.info.id
+            if from_file is None and not self.info.options.get("run_given"):
+                latest = await self.store.runs.latest()
+                if latest is None:
+                    raise ResumeError(
+                        "nothing to resume: the store holds no run; start one without --resume"
+                    )
+                run_id = latest.id
+            try:
+                stored = await self.store.runs.resume(run_id)
+            except RubricflowError:
+                if from_file is None:
+                    raise
+                stored = await self.store.runs.start(self.info)
+            self.info = RunInfo(**{**stored.to_dict(), "options": self.info.options})
+            from_store = latest_per_target(await self.store.runs.evaluations(run_id))
+        elif from_file is None:
+            raise ResumeError(
+                "nothing to resume: give the run's --output file or its --db (with --run ID)"
+            )
+        file_done = _complete(from_file.evaluations if from_file else [])
+        store_done = _complete(from_store)
+        finished = {**file_done, **store_done}
+        self._skip = set(finished)
+        self.tally.skipped = len(self._skip)
+        self.tally.earlier_failed = sum(e.verdict == "fail" for e in finished.values())
+        # a case finished in one place only is copied to the other, not judged again
+        if self.store is not None:
+            stored_ids = {e.id for e in from_store}
+            await self._save_to_store(
+                [e for t, e in file_done.items() if t not in store_done and e.id not in stored_ids]
+            )
+        if from_file is not None:
+            self._copy_to_file = [e for t, e in store_done.items() if t not in file_done]
+        if self.kept is not None:
+            self.kept.extend(finished.values())
+
+    async def _save_to_store(self, evaluations: list[Evaluation]) -> None:
+        from rubricflow.store import StoredEvaluation
+
+        if evaluations:
+            await self.store.evaluations.save_many(
+                [StoredEvaluation(e, run_id=self.info.id) for e in evaluations]
+            )
+
+    # -- running ---------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Take no new case; those in flight finish and are written."""
+        self._stop = True
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop
+
+    async def _cases(
+        self, cases: Iterable[tuple[Rubric, Target]]
+    ) -> AsyncIterator[tuple[Rubric, Target]]:
+        for rubric, target in cases:
+            if self._stop:
+                return
+            if target.id is not None and target.id in self._skip:
+                continue
+            yield rubric, target
+
+    async def run(
+        self,
+        cases: Iterable[tuple[Rubric, Target]],
+        *,
+        target_concurrency: int,
+        on_evaluation: Callable[[Evaluation], None] | None = None,
+        **options: Any,
+    ) -> AsyncIterator[Evaluation]:
+        """Evaluate the cases not finished yet, writing each result as it lands."""
+        if self._stream is not None:
+            for evaluation in self._copy_to_file:
+                self._stream.write(evaluation_line(evaluation, self.info.id))
+            self._stream.flush()
+        async for evaluation in evaluate_cases(
+            self._cases(cases), target_concurrency=target_concurrency, **options
+        ):
+            self.tally.add(evaluation)
+            if self._stream is not None:
+                self._stream.write(evaluation_line(evaluation, self.info.id))
+                self._stream.flush()
+            if self.kept is not None:
+                self.kept.append(evaluation)
+            if self.store is not None:
+                self._pending.append(evaluation)
+                if len(self._pending) >= STORE_BATCH:
+                    await self._flush_store()
+            if on_evaluation is not None:
+                on_evaluation(evaluation)
+            yield evaluation
+
+    async def _flush_store(self) -> None:
+        pending, self._pending = self._pending, []
+        await self._save_to_store(pending)
+
+    async def close(self, *, interrupted: bool) -> RunInfo:
+        """Write what is still pending and record how the run ended."""
+        status = "interrupted" if interrupted or self._stop else "finished"
+        try:
+            if self.store is not None:
+                await self._flush_store()
+                await self.store.runs.finish(self.info.id, status)
+        finally:
+            if self._stream is not None:
+                self._stream.close()
+                self._stream = None
+        finished = datetime.now(timezone.utc).isoformat()
+        self.info = RunInfo(**{**self.info.to_dict(), "status": status, "finished_at": finished})
+        return self.info
+
+    def data(self) -> RunData:
+        """The run with every evaluation kept (needs `keep=True`)."""
+        return RunData(self.info, latest_per_target(self.kept or []))
+
+
+def _complete(evaluations: Iterable[Evaluation]) -> dict[str, Evaluation]:
+    """The latest complete (pass or fail) evaluation of each target."""
+    done: dict[str, Evaluation] = {}
+    for evaluation in evaluations:
+        if evaluation.target_id is not None and evaluation.verdict != "incomplete":
+            done[evaluation.target_id] = evaluation
+    return done

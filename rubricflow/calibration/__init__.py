@@ -1,0 +1,67 @@
+"""Judge calibration: how well does the judge agree with human labels?
+
+`calibrate(rubric, examples)` judges human-labelled examples with the rubric and reports,
+per criterion and overall, accuracy, Cohen's kappa, weighted kappa (criteria with ordered
+levels), confusion matrices and percentile bootstrap intervals. The statistics live in
+`rubricflow.calibration.stats` (stdlib only); see docs/calibration.md.
+"""
+
+from rubricflow.calibration.labels import (
+    CalibrationError,
+    LabelledExample,
+    LabelScale,
+    label_scale,
+    parse_examples,
+    read_labels,
+)
+from rubricflow.calibration.report import (
+    CalibrationReport,
+    CriterionAgreement,
+    Decision,
+    Estimate,
+    OverallAgreement,
+    build_report,
+    judge_label,
+)
+from rubricflow.calibration.run import calibrate
+from rubricflow.calibration.stats import (
+    ConfusionMatrix,
+    Interval,
+    UndefinedStatisticError,
+    accuracy,
+    bootstrap_interval,
+    bootstrap_intervals,
+    cohen_kappa,
+    confusion_matrix,
+    kappa_from_matrix,
+    pooled_kappa,
+    weighted_kappa,
+)
+
+__all__ = [
+    "CalibrationError",
+    "CalibrationReport",
+    "ConfusionMatrix",
+    "CriterionAgreement",
+    "Decision",
+    "Estimate",
+    "Interval",
+    "LabelScale",
+    "LabelledExample",
+    "OverallAgreement",
+    "UndefinedStatisticError",
+    "accuracy",
+    "bootstrap_interval",
+    "bootstrap_intervals",
+    "build_report",
+    "calibrate",
+    "cohen_kappa",
+    "confusion_matrix",
+    "judge_label",
+    "kappa_from_matrix",
+    "label_scale",
+    "parse_examples",
+    "pooled_kappa",
+    "read_labels",
+    "weighted_kappa",
+]

@@ -1,0 +1,427 @@
+"""`rubricflow eval`: one target, a JSONL stream, or an evaluation suite, with a progress
+bar, a results file, the store, a clean stop on Ctrl-C, `--resume`, and an HTML report."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from rubricflow.cli import (
+    EXIT_FAILED,
+    EXIT_OK,
+    _evaluation_line,
+    _fail,
+    _pick_rubric,
+    _plugins,
+    _print_evaluation,
+    _refuse_unregistered_imports,
+    _user_errors,
+    err,
+    out,
+)
+
+__all__ = ["EXIT_INTERRUPTED", "eval_command"]
+
+EXIT_INTERRUPTED = 130
+
+
+def _suite_path(path: Path) -> bool:
+    """True when `path` is a suite file (not a target file or JSONL)."""
+    if not path.is_file() or path.suffix.lower() not in (".yaml", ".yml", ".json"):
+        return False
+    from rubricflow.formats.document import parse_text
+    from rubricflow.suites import is_suite_document
+
+    try:
+        return is_suite_document(parse_text(path.read_text(encoding="utf-8-sig"), str(path)))
+    except Exception:
+        return False  # reading it as a target reports the problem
+
+
+def _count_lines(path: Path) -> int | None:
+    """How many targets a JSONL file holds (non-blank lines), for the progress bar."""
+    try:
+        with path.open("rb") as stream:
+            return sum(1 for line in stream if line.strip())
+    except OSError:
+        return None
+
+
+class _Cases:
+    """What to evaluate: the (rubric, target) pairs, how many, and the run's rubric."""
+
+    def __init__(self, pairs: Any, total: int | None, rubric: Any, source: str) -> None:
+        self.pairs = pairs
+        self.total = total
+        self.rubric = rubric
+        self.source = source
+
+
+def _gather(
+    first: Path,
+    target: str | None,
+    *,
+    format: str | None,
+    rubric_id: str | None,
+    outputs: Path | None,
+    plugins: Any,
+    allow_import: bool,
+) -> tuple[_Cases, str | None]:
+    from rubricflow.suites import load_suite, read_outputs, suite_targets
+    from rubricflow.targets import read_targets
+
+    given_outputs = None
+    if outputs is not None:
+        with _user_errors():
+            given_outputs = read_outputs(outputs)
+    if target is None:
+        if not _suite_path(first):
+            _fail(
+                f"{first}: give a TARGET to evaluate (a file, JSONL or -), or make this an "
+                "evaluation suite (a file with `cases`)"
+            )
+        with _user_errors():
+            suite = load_suite(first, outputs=given_outputs, plugins=plugins)
+        return _suite_cases(suite, suite_targets, plugins, allow_import), None
+    rubric, source_format = _pick_rubric(first, format, rubric_id, plugins)
+    _refuse_unregistered_imports(rubric, plugins, allow_import)
+    path = Path(target)
+    if target != "-" and _suite_path(path):
+        with _user_errors():
+            suite = load_suite(path, rubric=rubric, outputs=given_outputs, plugins=plugins)
+        return _suite_cases(suite, suite_targets, plugins, allow_import), source_format
+    if outputs is not None:
+        _fail("--outputs goes with an evaluation suite; TARGET is not one")
+    total = _count_lines(path) if path.suffix.lower() in (".jsonl", ".ndjson") else None
+    if total is None and target != "-":
+        total = 1
+    pairs = ((rubric, t) for t in read_targets(target))
+    return _Cases(pairs, total, rubric, target), source_format
+
+
+def _suite_cases(suite: Any, suite_targets: Any, plugins: Any, allow_import: bool) -> _Cases:
+    for warning in suite.warnings:
+        err.print(f"warning: {escape(suite.source)}: {escape(str(warning))}")
+    with _user_errors():
+        pairs = list(suite_targets(suite))
+    for rubric, _ in pairs:
+        _refuse_unregistered_imports(rubric, plugins, allow_import)
+    if not pairs:
+        _fail(f"{suite.source}: the suite holds no case")
+    rubric = suite.rubric or pairs[0][0]
+    return _Cases(iter(pairs), len(pairs), rubric, suite.source)
+
+
+def _progress_bar(total: int | None) -> Any:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[verdicts]}"),
+        TextColumn("{task.fields[rate]}"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[llm]}"),
+        console=err,
+        redirect_stdout=sys.stdout.isatty(),
+        redirect_stderr=False,
+        transient=False,
+    )
+
+
+def _progress_fields(tally: Any) -> dict[str, str]:
+    llm = f"LLM {tally.llm_calls:,} calls"
+    if tally.cache_hits:
+        llm += f" ({tally.cache_hits:,} cached)"
+    llm += f", {tally.input_tokens + tally.output_tokens:,} tokens"
+    if tally.cost is not None:
+        llm += f", cost {tally.cost:.4g}"
+    return {
+        "verdicts": f"{tally.failed} failed, {tally.incomplete} incomplete",
+        "rate": f"{tally.rate:.1f}/s",
+        "llm": llm,
+    }
+
+
+def eval_command(
+    rubric_path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="RUBRIC",
+            help="Rubric file (any format), or an evaluation suite when TARGET is left out.",
+        ),
+    ],
+    target: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[TARGET]",
+            help="A JSON/YAML file with one target, a JSONL file (one per line), - for stdin, "
+            "or an evaluation suite (native `cases`, AgentV `evalcases`/`tests`).",
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object per target.")
+    ] = False,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-c", min=1, help="Criteria scored at once per target.")
+    ] = 8,
+    targets_in_flight: Annotated[
+        int, typer.Option("--targets-in-flight", min=1, help="Targets evaluated at once.")
+    ] = 8,
+    allow_import: Annotated[
+        bool,
+        typer.Option(
+            "--allow-import",
+            help="Let the rubric's deterministic criteria import `module:function` code.",
+        ),
+    ] = False,
+    format: Annotated[
+        str | None, typer.Option("--format", "-f", help="Rubric format (default: detect).")
+    ] = None,
+    rubric_id: Annotated[
+        str | None, typer.Option("--rubric-id", help="Which rubric, when the file holds several.")
+    ] = None,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            help="Store the rubric, the run and every evaluation in this database (URL or "
+            "SQLite file); without it `eval` stores nothing.",
+        ),
+    ] = None,
+    llm: Annotated[
+        str | None,
+        typer.Option(
+            "--llm",
+            metavar="SPEC",
+            help="LLM judge: openai:MODEL[@URL], anthropic:MODEL, ollama:MODEL[@URL], local, "
+            "python:module:function (default: $RUBRICFLOW_LLM).",
+        ),
+    ] = None,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Ask the judge again; do not use cached answers.")
+    ] = False,
+    samples: Annotated[
+        int | None,
+        typer.Option(
+            "--samples", min=1, help="Judge each LLM criterion N times (majority vote / mean)."
+        ),
+    ] = None,
+    llm_feedback: Annotated[
+        bool,
+        typer.Option("--llm-feedback", help="Add a 3-5 sentence feedback summary by the judge."),
+    ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write the run to this results JSONL file (a header line, then each "
+            "evaluation in full, written as it lands).",
+        ),
+    ] = None,
+    run_id: Annotated[
+        str | None,
+        typer.Option("--run", metavar="ID", help="The run's id (default: a new run-DATE-... id)."),
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Continue an interrupted run (its --output file and/or --db, with --run ID or "
+            "the latest run): finished targets are not judged again.",
+        ),
+    ] = False,
+    outputs: Annotated[
+        Path | None,
+        typer.Option(
+            "--outputs",
+            help="For a suite whose cases hold no output (AgentV): JSONL lines "
+            '{"id": CASE, "output": ...}.',
+        ),
+    ] = None,
+    progress: Annotated[
+        bool | None,
+        typer.Option(
+            "--progress/--no-progress",
+            help="Show a progress bar on stderr (default: when stderr is a terminal).",
+        ),
+    ] = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print only the closing summary.")
+    ] = False,
+    report: Annotated[
+        Path | None,
+        typer.Option("--report", help="Write an HTML report of the run to this file at the end."),
+    ] = None,
+) -> None:
+    """Evaluate targets or an evaluation suite against a rubric.
+
+    Ctrl-C stops taking new targets, lets those in flight finish, writes what is done and
+    exits 130; `--resume` continues the run. Exit 0 when every target passed, 1 when any
+    failed or was incomplete, 2 on usage or input errors, 130 when interrupted.
+    """
+    from rubricflow.batch import BatchRun
+    from rubricflow.llm.cli import eval_session, usage_text
+    from rubricflow.runs import RunInfo, new_run_id
+
+    plugins = _plugins()
+    cases, source_format = _gather(
+        rubric_path,
+        target,
+        format=format,
+        rubric_id=rubric_id,
+        outputs=outputs,
+        plugins=plugins,
+        allow_import=allow_import,
+    )
+    rubric = cases.rubric
+    if resume and output is None and db is None:
+        _fail("--resume needs the run's --output file or its --db")
+    judge = eval_session(
+        rubric, plugins, llm, allow_import=allow_import, no_cache=no_cache, feedback=llm_feedback
+    )
+    info = RunInfo(
+        id=run_id or new_run_id(),
+        rubric_id=rubric.id,
+        rubric_version=rubric.version,
+        source=cases.source,
+        started_at=datetime.now(timezone.utc).isoformat(),
+        options={
+            "llm": llm,
+            "samples": samples,
+            "concurrency": concurrency,
+            "targets_in_flight": targets_in_flight,
+            "llm_feedback": llm_feedback,
+            "run_given": run_id is not None,
+        },
+    )
+    show_progress = progress if progress is not None else err.is_terminal
+    state: dict[str, Any] = {"interrupted": False, "batch": None}
+
+    def _show(evaluation: Any) -> None:
+        if quiet:
+            return
+        if as_json:
+            sys.stdout.write(json.dumps(_evaluation_line(evaluation), ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+        else:
+            _print_evaluation(evaluation, rubric)
+
+    async def run() -> None:
+        from rubricflow.cli import _open_store
+
+        store = await _open_store(db, rubric, source_format) if db is not None else None
+        if store is not None and not no_cache:
+            judge.cache = store.judge_cache  # workers sharing the store share answers
+        batch = BatchRun(info, output=output, store=store, resume=resume, keep=report is not None)
+        state["batch"] = batch
+        batch.tally.total = cases.total
+        main_task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+
+        def on_interrupt() -> None:
+            if not batch.stopping:
+                batch.stop()
+                state["interrupted"] = True
+                err.print(
+                    "stopping: finishing the targets in flight and writing what is done "
+                    "(Ctrl-C again to abandon them)"
+                )
+            elif main_task is not None:
+                main_task.cancel()
+
+        # not possible off the main thread or on Windows: Ctrl-C then stops at once
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGINT, on_interrupt)
+        bar = _progress_bar(cases.total) if show_progress else None
+        try:
+            await batch.prepare()
+            if batch.tally.skipped:
+                err.print(
+                    f"resuming run {escape(batch.info.id)}: {batch.tally.skipped} target(s) "
+                    "already finished are not judged again"
+                )
+            remaining = None if cases.total is None else max(cases.total - batch.tally.skipped, 0)
+            task = None
+            if bar is not None:
+                bar.start()
+                task = bar.add_task(
+                    f"run {batch.info.id}", total=remaining, **_progress_fields(batch.tally)
+                )
+            stream = batch.run(
+                cases.pairs,
+                target_concurrency=targets_in_flight,
+                plugins=plugins,
+                concurrency=concurrency,
+                allow_import=allow_import,
+                options={"llm": judge, "samples": samples, "llm_feedback": llm_feedback},
+            )
+            async for evaluation in stream:
+                _show(evaluation)
+                if bar is not None and task is not None:
+                    bar.update(task, advance=1, **_progress_fields(batch.tally))
+        except asyncio.CancelledError:
+            state["interrupted"] = True
+        finally:
+            if bar is not None:
+                bar.stop()
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signal.SIGINT)
+            await judge.aclose()
+            try:
+                await batch.close(interrupted=state["interrupted"])
+            finally:
+                if store is not None:
+                    await store.close()
+
+    with _user_errors():
+        try:
+            asyncio.run(run())
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            state["interrupted"] = True
+    batch: BatchRun | None = state["batch"]
+    if batch is None:
+        raise typer.Exit(EXIT_FAILED)
+    tally = batch.tally
+    if report is not None:
+        from rubricflow.report import write_report
+
+        with _user_errors():
+            written = write_report(batch.data(), report)
+        err.print(f"report: {escape(str(written))}")
+    if tally.done + tally.skipped == 0 and not state["interrupted"]:
+        _fail(f"{cases.source}: holds no targets; give one target object or JSONL lines")
+    if not as_json or quiet:
+        skipped = f" ({tally.skipped} finished earlier)" if tally.skipped else ""
+        out.print(
+            f"{tally.done} target(s){skipped}: {tally.passed} passed, {tally.failed} failed, "
+            f"{tally.incomplete} incomplete; run {escape(batch.info.id)}"
+            + (f" [{batch.info.status}]" if batch.info.status != "finished" else "")
+        )
+        if tally.llm_calls or tally.cache_hits:
+            out.print(f"LLM usage: {escape(usage_text(tally.usage()))}")
+    if state["interrupted"]:
+        err.print(
+            f"interrupted: {tally.done} target(s) written; continue with --resume"
+            + (f" --run {batch.info.id}" if db is not None and output is None else "")
+        )
+        raise typer.Exit(EXIT_INTERRUPTED)
+    all_passed = tally.failed == 0 and tally.incomplete == 0 and tally.earlier_failed == 0
+    raise typer.Exit(EXIT_OK if all_passed else EXIT_FAILED)
