@@ -329,6 +329,10 @@ def _add_store_commands() -> None:
     app.add_typer(evaluations_app, name="evaluations")
     app.add_typer(db_app, name="db")
 
+    from rubricflow.cli_runs import runs_app
+
+    app.add_typer(runs_app, name="runs")
+
     from rubricflow.cli_review import artifacts_app, types_app, worker_command
 
     app.add_typer(types_app, name="types")

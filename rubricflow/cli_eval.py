@@ -413,7 +413,7 @@ def eval_command(
         out.print(
             f"{tally.done} target(s){skipped}: {tally.passed} passed, {tally.failed} failed, "
             f"{tally.incomplete} incomplete; run {escape(batch.info.id)}"
-            + (f" [{batch.info.status}]" if batch.info.status != "finished" else "")
+            + (escape(f" [{batch.info.status}]") if batch.info.status != "finished" else "")
         )
         if tally.llm_calls or tally.cache_hits:
             out.print(f"LLM usage: {escape(usage_text(tally.usage()))}")

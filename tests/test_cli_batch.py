@@ -326,7 +326,7 @@ def test_ctrl_c_finishes_in_flight_work_and_resume_judges_only_the_rest(work: Pa
     )
     _wait_for_lines(work / "res.jsonl", 1 + 5, time.monotonic() + 60)
     process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=60)
+    _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
     assert "stopping: finishing the targets in flight" in stderr
     assert "continue with --resume" in stderr and "Traceback" not in stderr
@@ -400,7 +400,7 @@ def test_results_file_cut_mid_line_is_read_up_to_the_cut(tmp_path: Path, work: P
     (work / "broken.jsonl").write_text("\n".join([lines[0], "{oops", *lines[1:]]) + "\n")
     from rubricflow.runs import RunInputError
 
-    with pytest.raises(RunInputError, match="broken.jsonl line 2: malformed JSON"):
+    with pytest.raises(RunInputError, match=r"broken\.jsonl line 2: malformed JSON"):
         read_results_file(work / "broken.jsonl")
 
 
@@ -421,3 +421,22 @@ def test_suite_file_errors_name_the_file_and_fix(work: Path) -> None:
     (work / "notsuite.yaml").write_text("content: hello\n")
     single = _cli(["eval", "notsuite.yaml"], work)
     assert single.returncode == 2 and "give a TARGET" in single.stderr
+
+
+def test_runs_list_and_show_report_the_stored_runs(work: Path) -> None:
+    (work / "suite.yaml").write_text(NATIVE_SUITE)
+    for run in ("first", "second"):
+        done = _cli(["eval", "suite.yaml", "--db", "runs.db", "--run", run, "-q"], work)
+        assert done.returncode == 1, done.stderr
+    listed = _cli(["runs", "list", "--db", "runs.db", "--json"], work)
+    assert listed.returncode == 0, listed.stderr
+    runs = json.loads(listed.stdout)
+    assert [r["id"] for r in runs] == ["second", "first"]
+    assert runs[0]["summary"]["total"] == 3 and runs[0]["summary"]["passed"] == 1
+    shown = _cli(["runs", "show", "latest", "--db", "runs.db"], work)
+    assert shown.returncode == 0, shown.stderr
+    assert "second reply@1.0.0 [finished] source suite.yaml" in shown.stdout
+    assert "3 target(s): 1 passed, 2 failed, 0 incomplete; pass rate 33.3%" in shown.stdout
+    missing = _cli(["runs", "show", "nope", "--db", "runs.db"], work)
+    assert missing.returncode == 2
+    assert "no run 'nope'" in missing.stderr and "rubricflow runs list" in missing.stderr
