@@ -59,11 +59,16 @@ def _count_lines(path: Path) -> int | None:
 class _Cases:
     """What to evaluate: the (rubric, target) pairs, how many, and the run's rubric."""
 
-    def __init__(self, pairs: Any, total: int | None, rubric: Any, source: str) -> None:
+    def __init__(
+        self, pairs: Any, total: int | None, rubric: Any, source: str, shared: bool = True
+    ) -> None:
         self.pairs = pairs
         self.total = total
         self.rubric = rubric
         self.source = source
+        #: whether `rubric` is shared by every case (and so registered in the store); an
+        #: AgentV suite's per-case rubrics are not: its evaluations hold their content hash
+        self.shared = shared
 
 
 def _gather(
@@ -118,7 +123,7 @@ def _suite_cases(suite: Any, suite_targets: Any, plugins: Any, allow_import: boo
     if not pairs:
         _fail(f"{suite.source}: the suite holds no case")
     rubric = suite.rubric or pairs[0][0]
-    return _Cases(iter(pairs), len(pairs), rubric, suite.source)
+    return _Cases(iter(pairs), len(pairs), rubric, suite.source, shared=suite.rubric is not None)
 
 
 def _progress_bar(total: int | None) -> Any:
@@ -299,8 +304,8 @@ def eval_command(
     )
     info = RunInfo(
         id=run_id or new_run_id(),
-        rubric_id=rubric.id,
-        rubric_version=rubric.version,
+        rubric_id=rubric.id if cases.shared else Path(cases.source).stem,
+        rubric_version=rubric.version if cases.shared else "per-case",
         source=cases.source,
         started_at=datetime.now(timezone.utc).isoformat(),
         options={
@@ -326,8 +331,14 @@ def eval_command(
 
     async def run() -> None:
         from rubricflow.cli import _open_store
+        from rubricflow.store import Store
 
-        store = await _open_store(db, rubric, source_format) if db is not None else None
+        store = None
+        if db is not None:
+            if cases.shared:
+                store = await _open_store(db, rubric, source_format)
+            else:
+                store = await Store.open(db)
         if store is not None and not no_cache:
             judge.cache = store.judge_cache  # workers sharing the store share answers
         batch = BatchRun(info, output=output, store=store, resume=resume, keep=report is not None)

@@ -205,6 +205,7 @@ def test_agentv_v2_suite_with_an_outputs_file(work: Path) -> None:
         + "\n"
     )
     args = ["eval", "agentv.yaml", "--outputs", "outputs.jsonl", "--json", "--allow-import"]
+    args += ["--db", "runs.db"]
     done = _cli([*args, "--llm", "python:slowjudge:judge", "--no-cache"], work, _judge_env(work))
     assert done.returncode == 1, done.stderr
     printed = {line["target_id"]: line for line in map(json.loads, done.stdout.splitlines())}
@@ -216,6 +217,11 @@ def test_agentv_v2_suite_with_an_outputs_file(work: Path) -> None:
     # the judge saw the query and the reference the case holds
     calls = " ".join(_calls(work))
     assert "Can I get a refund?" in calls and "Yes, within 30 days." in calls
+    # each case has its own rubric: the run is named after the suite, and the stored
+    # evaluations keep each case's rubric
+    stored = _store_run(work / "runs.db")
+    assert (stored.info.rubric_id, stored.info.rubric_version) == ("agentv", "per-case")
+    assert sorted(e.rubric_id for e in stored.evaluations) == ["refund", "shipping"]
 
 
 def test_agentv_suite_without_outputs_names_the_case_and_the_fix(work: Path) -> None:
