@@ -2,7 +2,20 @@
 
 from typing import TYPE_CHECKING, Any
 
+from rubricflow.batch import BatchRun
+from rubricflow.calibration import (
+    CalibrationError,
+    CalibrationReport,
+    LabelledExample,
+    bootstrap_interval,
+    calibrate,
+    cohen_kappa,
+    confusion_matrix,
+    read_labels,
+    weighted_kappa,
+)
 from rubricflow.engine import evaluate, evaluate_many, evaluate_sync
+from rubricflow.engine.executor import evaluate_cases
 from rubricflow.engine.meta import MetaReport, assess_rubric
 from rubricflow.errors import (
     ArtifactConflictError,
@@ -46,17 +59,26 @@ from rubricflow.model import (
 )
 from rubricflow.plugins import PluginRegistry, create_plugin_manager
 from rubricflow.results import CriterionResult, Evaluation, Target
+from rubricflow.runs import RunData, RunInfo, RunSummary, read_results_file, summarize
 from rubricflow.scorers.base import CheckResult, Scorer, ScoringContext
+from rubricflow.suites import Suite, SuiteCase, SuiteError, load_suite
 from rubricflow.validation import FileReport, validate_file
 
 if TYPE_CHECKING:
+    from rubricflow.compare import RunComparison, compare_runs
+    from rubricflow.report import render_report, write_report
     from rubricflow.review import ArtifactRegistry, ArtifactType, RubricBinding
     from rubricflow.store import RubricRegistry, Store
 
 __version__ = "0.1.0"
 
-# The store and the review service pull in SQLAlchemy; they load on first use.
+# The store and the review service pull in SQLAlchemy, the report Jinja; they load on
+# first use.
 _LAZY = {
+    "RunComparison": "rubricflow.compare",
+    "compare_runs": "rubricflow.compare",
+    "render_report": "rubricflow.report",
+    "write_report": "rubricflow.report",
     "ArtifactRegistry": "rubricflow.review",
     "ArtifactType": "rubricflow.review",
     "RubricBinding": "rubricflow.review",
@@ -77,6 +99,9 @@ __all__ = [
     "ArtifactConflictError",
     "ArtifactRegistry",
     "ArtifactType",
+    "BatchRun",
+    "CalibrationError",
+    "CalibrationReport",
     "CheckResult",
     "ConfigurationError",
     "ContentValidationError",
@@ -87,6 +112,7 @@ __all__ = [
     "FileReport",
     "FormatDetectionError",
     "IllegalTransitionError",
+    "LabelledExample",
     "Level",
     "LoadedFile",
     "MetaReport",
@@ -104,6 +130,10 @@ __all__ = [
     "RubricValidationError",
     "RubricVersionConflictError",
     "RubricflowError",
+    "RunComparison",
+    "RunData",
+    "RunInfo",
+    "RunSummary",
     "Scale",
     "SchemaOutdatedError",
     "ScoreRange",
@@ -114,13 +144,22 @@ __all__ = [
     "Store",
     "StoreError",
     "Subcriterion",
+    "Suite",
+    "SuiteCase",
+    "SuiteError",
     "Target",
     "UnsafeImportError",
     "__version__",
     "assess_rubric",
+    "bootstrap_interval",
+    "calibrate",
+    "cohen_kappa",
+    "compare_runs",
+    "confusion_matrix",
     "create_plugin_manager",
     "dump_rubric",
     "evaluate",
+    "evaluate_cases",
     "evaluate_many",
     "evaluate_sync",
     "hookimpl",
@@ -128,6 +167,13 @@ __all__ = [
     "load_document",
     "load_file",
     "load_rubric",
+    "load_suite",
     "parse_rubric",
+    "read_labels",
+    "read_results_file",
+    "render_report",
+    "summarize",
     "validate_file",
+    "weighted_kappa",
+    "write_report",
 ]

@@ -119,6 +119,9 @@ class BatchRun:
 
     async def prepare(self) -> RunInfo:
         """Record the run's start, or for a resume gather what is already finished."""
+        if not self.info.started_at:
+            started = datetime.now(timezone.utc).isoformat()
+            self.info = RunInfo(**{**self.info.to_dict(), "started_at": started})
         if self.resume:
             await self._prepare_resume()
         else:
@@ -132,9 +135,9 @@ class BatchRun:
         if self.output is not None:
             self.output.parent.mkdir(parents=True, exist_ok=True)
             self._stream = self.output.open("a", encoding="utf-8")
-            if not self.resume:
-                write_run_header(self._stream, self.info)
-                self._stream.flush()
+            running = RunInfo(**{**self.info.to_dict(), "status": "running", "finished_at": None})
+            write_run_header(self._stream, running)
+            self._stream.flush()
         return self.info
 
     async def _prepare_resume(self) -> None:
@@ -251,16 +254,17 @@ class BatchRun:
     async def close(self, *, interrupted: bool) -> RunInfo:
         """Write what is still pending and record how the run ended."""
         status = "interrupted" if interrupted or self._stop else "finished"
+        finished = datetime.now(timezone.utc).isoformat()
+        self.info = RunInfo(**{**self.info.to_dict(), "status": status, "finished_at": finished})
         try:
             if self.store is not None:
                 await self._flush_store()
                 await self.store.runs.finish(self.info.id, status)
         finally:
             if self._stream is not None:
+                write_run_header(self._stream, self.info)
                 self._stream.close()
                 self._stream = None
-        finished = datetime.now(timezone.utc).isoformat()
-        self.info = RunInfo(**{**self.info.to_dict(), "status": status, "finished_at": finished})
         return self.info
 
     def data(self) -> RunData:

@@ -2,8 +2,9 @@
 JSONL file or the store, and the figures a report or a comparison is built from.
 
 A results file holds one JSON object per line: first a header `{"run": {...}}`, then each
-evaluation's full document with a `run_id` key. A resumed run appends to the same file;
-when a target was evaluated twice (an incomplete evaluation retried), the last one counts.
+evaluation's full document with a `run_id` key, then a closing `{"run": {...}}` line with
+the run's final status. A resumed run appends to the same file; when a target was
+evaluated twice (an incomplete evaluation retried), the last one counts.
 """
 
 from __future__ import annotations
@@ -305,8 +306,9 @@ def read_results_file(path: str | Path) -> RunData:
     evaluations: list[Evaluation] = []
     for number, value in _lines(source):
         if "run" in value and isinstance(value["run"], dict):
-            if info is None:
-                info = RunInfo.from_dict(value["run"])
+            # the header; a resumed run appends another, and every session ends with one
+            # that says how it ended: the last one is the run's state
+            info = RunInfo.from_dict(value["run"])
             continue
         document = {k: v for k, v in value.items() if k != "run_id"}
         try:

@@ -85,6 +85,7 @@ def work(tmp_path: Path) -> Path:
 def _judge_env(work: Path, sleep: float = 0.0) -> dict[str, str]:
     return {
         "PYTHONPATH": str(work),
+        "RUBRICFLOW_CACHE_DIR": str(work / "cache"),  # this test's own judge cache
         "JUDGE_LOG": str(work / "calls.log"),
         "JUDGE_SLEEP": str(sleep),
     }
@@ -148,7 +149,8 @@ def test_native_suite_adds_case_criteria_to_the_shared_rubric(work: Path) -> Non
     ]
     lines = _lines(work / "out.jsonl")
     assert lines[0]["run"]["rubric_id"] == "reply" and lines[0]["run"]["source"] == "suite.yaml"
-    assert {line["run_id"] for line in lines[1:]} == {lines[0]["run"]["id"]}
+    assert {line["run_id"] for line in lines[1:-1]} == {lines[0]["run"]["id"]}
+    assert lines[-1]["run"]["status"] == "finished" and lines[-1]["run"]["finished_at"]
     run = read_results_file(work / "out.jsonl")
     assert [e.target_id for e in run.evaluations] == ["plain", "leaky", "greeting"]
     greeting = run.evaluations[2]
@@ -400,7 +402,8 @@ def test_results_file_cut_mid_line_is_read_up_to_the_cut(tmp_path: Path, work: P
     done = _cli(["eval", "rubric.yaml", "targets.jsonl", "-o", "res.jsonl", "-q"], work)
     assert done.returncode == 0, done.stderr
     text = (work / "res.jsonl").read_text()
-    (work / "cut.jsonl").write_text(text[: len(text) - 40])
+    body = "".join(text.splitlines(keepends=True)[:-1])  # without the closing run line
+    (work / "cut.jsonl").write_text(body[: len(body) - 40])
     assert len(read_results_file(work / "cut.jsonl").evaluations) == 2
     lines = text.splitlines()
     (work / "broken.jsonl").write_text("\n".join([lines[0], "{oops", *lines[1:]]) + "\n")

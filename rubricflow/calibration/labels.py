@@ -109,27 +109,10 @@ def _is_json(value: Any) -> bool:
     return True
 
 
-def _parse(
-    value: Any, rubric: Rubric, scales: Mapping[str, LabelScale], where: str
-) -> LabelledExample:
-    if isinstance(value, LabelledExample):
-        return value
-    if not isinstance(value, Mapping):
-        raise CalibrationError(
-            f"{where}: an example is a JSON object with `content` and `labels`, got "
-            f"{type(value).__name__}; write it as {_EXAMPLE}"
-        )
-    if "labels" not in value:
-        raise CalibrationError(
-            f"{where}, field `labels`: missing; add the human labels, e.g. "
-            f'"labels": {{"{rubric.criteria[0].id}": "MET"}}'
-        )
-    raw = value["labels"]
-    if not isinstance(raw, Mapping):
-        raise CalibrationError(
-            f"{where}, field `labels`: expected an object mapping criterion ids to labels, "
-            f'got {_shown(raw)}; write e.g. {{"{rubric.criteria[0].id}": "MET"}}'
-        )
+def _labels(
+    raw: Mapping[Any, Any], rubric: Rubric, scales: Mapping[str, LabelScale], where: str
+) -> dict[str, str]:
+    """The labels of one example as categories of their criteria's scales."""
     labels: dict[str, str] = {}
     for key, given in raw.items():
         scale = scales.get(str(key))
@@ -149,6 +132,33 @@ def _parse(
                 f"{scale.valid_values()} (or null for no label)"
             )
         labels[scale.criterion_id] = category
+    return labels
+
+
+def _parse(
+    value: Any, rubric: Rubric, scales: Mapping[str, LabelScale], where: str
+) -> LabelledExample:
+    if isinstance(value, LabelledExample):  # checked again: it may be for another rubric
+        return LabelledExample(
+            value.target, _labels(value.labels, rubric, scales, value.where or where), value.where
+        )
+    if not isinstance(value, Mapping):
+        raise CalibrationError(
+            f"{where}: an example is a JSON object with `content` and `labels`, got "
+            f"{type(value).__name__}; write it as {_EXAMPLE}"
+        )
+    if "labels" not in value:
+        raise CalibrationError(
+            f"{where}, field `labels`: missing; add the human labels, e.g. "
+            f'"labels": {{"{rubric.criteria[0].id}": "MET"}}'
+        )
+    raw = value["labels"]
+    if not isinstance(raw, Mapping):
+        raise CalibrationError(
+            f"{where}, field `labels`: expected an object mapping criterion ids to labels, "
+            f'got {_shown(raw)}; write e.g. {{"{rubric.criteria[0].id}": "MET"}}'
+        )
+    labels = _labels(raw, rubric, scales, where)
     fields = {name: item for name, item in value.items() if name != "labels"}
     try:
         target = as_target(fields)

@@ -1,0 +1,243 @@
+"""`rubricflow report` (a run as one self-contained HTML file) and `rubricflow compare`
+(run B against run A, with a regression gate for CI).
+
+RUN is a results file written by `rubricflow eval --output FILE` (when the path exists),
+`latest` (the newest run in the store), or a run id in the store (`--db URL`, default
+$RUBRICFLOW_DB, else ./rubricflow.db).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.markup import escape
+
+from rubricflow.cli_store import DbOption, _table, err, out
+
+__all__ = ["add_report_commands", "compare_command", "report_command"]
+
+T = TypeVar("T")
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+TOP_DROPS = 10
+
+_RUN_HELP = "a results file from `rubricflow eval --output`, a run id in the store, or `latest`."
+RunA = Annotated[
+    str, typer.Argument(metavar="RUN_A", help=f"The baseline run: {_RUN_HELP}", show_default=False)
+]
+RunB = Annotated[
+    str, typer.Argument(metavar="RUN_B", help=f"The run to check: {_RUN_HELP}", show_default=False)
+]
+
+
+def _run(work: Coroutine[Any, Any, T]) -> T:
+    """Run `work`; rubricflow errors become a message and exit 2, never a traceback."""
+    from rubricflow.cli import _user_errors
+
+    with _user_errors():
+        return asyncio.run(work)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _rate(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.1f}%"
+
+
+def _points(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:+.1f} pts"
+
+
+def _score(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _signed(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.3f}"
+
+
+def _coloured(text: str, value: float | None) -> str:
+    if value is None or value == 0:
+        return text
+    return f"[{'green' if value > 0 else 'red'}]{text}[/]"
+
+
+def report_command(
+    run: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[RUN]",
+            help="A results file from `rubricflow eval --output`, a run id in the store, or "
+            "`latest` (omit it with --artifact).",
+            show_default=False,
+        ),
+    ] = None,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Write the HTML report to this file.")
+    ] = Path("report.html"),
+    artifact: Annotated[
+        str | None,
+        typer.Option(
+            "--artifact",
+            metavar="ID",
+            help="Report every stored evaluation of this artifact (each revision under each "
+            "rubric) instead of a run.",
+        ),
+    ] = None,
+    db: DbOption = None,
+    title: Annotated[
+        str | None, typer.Option("--title", help="The page title (default: the run id).")
+    ] = None,
+) -> None:
+    """Write a run's HTML report: one self-contained file with the pass rate, verdict
+    counts, score distribution, per-criterion pass rates, LLM cost and every target's
+    criterion results, filterable by verdict and failed criterion.
+
+    Exit 0 when the report was written, 2 on usage or input errors (unknown run, missing
+    or malformed results file, an artifact with no evaluations).
+    """
+    from rubricflow.cli import _fail, _user_errors
+    from rubricflow.report import artifact_run, resolve_run, write_report
+    from rubricflow.runs import summarize
+
+    if (run is None) == (artifact is None):
+        _fail("give either RUN (a results file, a run id or `latest`) or --artifact ID")
+    if run is not None:
+        data = _run(resolve_run(run, db))
+    else:
+        assert artifact is not None
+        data = _run(artifact_run(artifact, db))
+    with _user_errors():
+        written = write_report(data, output, title=title)
+    summary = summarize(data.evaluations)
+    err.print(
+        f"wrote {escape(str(written))}: {escape(data.info.id)}, {summary.total} target(s), "
+        f"pass rate {_rate(summary.pass_rate)}"
+    )
+
+
+def compare_command(
+    run_a: RunA,
+    run_b: RunB,
+    db: DbOption = None,
+    threshold: Annotated[
+        float,
+        typer.Option(
+            "--threshold",
+            min=0.0,
+            max=1.0,
+            help="A pass-rate drop (overall or any criterion's) larger than this fraction "
+            "is a regression; 0 counts any drop.",
+        ),
+    ] = 0.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+) -> None:
+    """Compare run B against run A over the targets both evaluated (matched by target id):
+    verdict flips, pass-rate and mean-score deltas, per-criterion pass-rate deltas and
+    the largest score drops.
+
+    Exit 0 when nothing regressed beyond --threshold, 1 when the pass rate or any
+    criterion's pass rate fell by more than it, 2 on usage or input errors.
+    """
+    from rubricflow.cli import _fail
+    from rubricflow.compare import compare_runs
+    from rubricflow.report import resolve_run
+
+    async def load() -> tuple[Any, Any]:
+        return await resolve_run(run_a, db), await resolve_run(run_b, db)
+
+    a, b = _run(load())
+    comparison = compare_runs(a, b)
+    for warning in comparison.warnings:
+        err.print(f"warning: {escape(warning)}")
+    if not comparison.shared:
+        _fail(
+            f"runs {a.info.id!r} and {b.info.id!r} share no target ids; compare matches "
+            "targets by target id, so give two runs over the same targets"
+        )
+    found = comparison.regressions(threshold)
+    if as_json:
+        sys.stdout.write(
+            json.dumps(comparison.to_dict(threshold), ensure_ascii=False, indent=2) + "\n"
+        )
+    else:
+        _print_comparison(comparison, threshold, found)
+    raise typer.Exit(EXIT_FAILED if found else EXIT_OK)
+
+
+def _print_comparison(comparison: Any, threshold: float, found: list[Any]) -> None:
+    a, b = comparison.a, comparison.b
+    sa, sb = comparison.summary_a, comparison.summary_b
+    out.print(f"A: {escape(a.id)} ({escape(a.rubric_id)}@{escape(a.rubric_version)})")
+    out.print(f"B: {escape(b.id)} ({escape(b.rubric_id)}@{escape(b.rubric_version)})")
+    out.print(
+        f"targets: {len(comparison.shared)} in both, {len(comparison.only_a)} only in A, "
+        f"{len(comparison.only_b)} only in B"
+    )
+    delta = comparison.pass_rate_delta
+    out.print(
+        f"pass rate: {_rate(sa.pass_rate)} -> {_rate(sb.pass_rate)} "
+        f"({_coloured(_points(delta), delta)})"
+    )
+    delta = comparison.mean_score_delta
+    out.print(
+        f"mean score: {_score(sa.mean_score)} -> {_score(sb.mean_score)} "
+        f"({_coloured(_signed(delta), delta)})"
+    )
+    if comparison.flips:
+        table = _table("target", "verdict A", "verdict B", "score A", "score B")
+        for flip in comparison.flips:
+            worse = flip.verdict_a == "pass"
+            colour = "red" if worse else ("green" if flip.verdict_b == "pass" else "yellow")
+            table.add_row(
+                escape(flip.target_id),
+                flip.verdict_a,
+                f"[{colour}]{flip.verdict_b}[/]",
+                f"{flip.score_a:.3f}",
+                f"{flip.score_b:.3f}",
+            )
+        out.print(f"{len(comparison.flips)} verdict flip(s):")
+        out.print(table)
+    else:
+        out.print("no verdict flips")
+    if comparison.criteria:
+        table = _table("criterion", "pass rate A", "pass rate B", "delta", "mean A", "mean B")
+        for criterion in comparison.criteria:
+            change = criterion.pass_rate_delta
+            table.add_row(
+                escape(criterion.criterion_id),
+                _rate(criterion.pass_rate_a),
+                _rate(criterion.pass_rate_b),
+                _coloured(_points(change), change),
+                _score(criterion.mean_score_a),
+                _score(criterion.mean_score_b),
+            )
+        out.print(table)
+    drops = [d for d in comparison.score_deltas if d.delta < 0][:TOP_DROPS]
+    if drops:
+        table = _table("target", "score A", "score B", "delta")
+        for drop in drops:
+            table.add_row(
+                escape(drop.target_id),
+                f"{drop.score_a:.3f}",
+                f"{drop.score_b:.3f}",
+                f"[red]{drop.delta:+.3f}[/]",
+            )
+        out.print(f"largest score drops (up to {TOP_DROPS}):")
+        out.print(table)
+    if found:
+        reasons = "; ".join(escape(str(regression)) for regression in found)
+        out.print(f"[red]REGRESSION[/] beyond threshold {threshold:g}: {reasons}")
+    else:
+        out.print(f"[green]OK[/]: no regression beyond threshold {threshold:g}")
+
+
+def add_report_commands(app: typer.Typer) -> None:
+    """Add `report` and `compare` to the `rubricflow` app."""
+    app.command("report")(report_command)
+    app.command("compare")(compare_command)

@@ -1,0 +1,227 @@
+"""Render a run as one self-contained HTML file.
+
+Everything is inline: the stylesheet, the filter script, the score histogram (SVG drawn
+on the server) and the data the script reads (a `<script type="application/json">`
+block serialised with Jinja's `tojson`, which escapes `<`, `>`, `&` and `'`, so content
+under review can never close the block). Jinja's autoescape is on for every value, and a
+Content-Security-Policy allows only this file's own stylesheet and script (by hash): the
+page loads nothing from anywhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
+
+from rubricflow.results import CriterionResult, Evaluation
+from rubricflow.runs import HISTOGRAM_BINS, RunData, RunSummary, summarize
+
+__all__ = ["format_cost", "format_rate", "render_report", "write_report"]
+
+# the histogram's drawing box (SVG user units)
+CHART_WIDTH, CHART_HEIGHT, CHART_TOP, CHART_BOTTOM = 600, 240, 24, 40
+
+
+@lru_cache(maxsize=1)
+def _environment() -> Environment:
+    environment = Environment(
+        loader=PackageLoader("rubricflow.report", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    environment.filters["rate"] = format_rate
+    environment.filters["cost"] = format_cost
+    environment.filters["score"] = _format_score
+    environment.filters["count"] = _format_count
+    return environment
+
+
+def format_rate(value: float | None) -> str:
+    """A share as a percentage with one decimal (`62.5%`), or `n/a`."""
+    return "n/a" if value is None else f"{value * 100:.1f}%"
+
+
+def format_cost(value: float | None) -> str:
+    """A cost in the price's own currency, four decimals (`0.0012`), or `n/a` unpriced."""
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def _format_score(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _format_count(value: int) -> str:
+    return f"{value:,}"
+
+
+def _outcome(result: CriterionResult) -> str:
+    """What the criterion came to: its verdict or level, else its score, else nothing."""
+    if result.level is not None:
+        return result.level
+    if result.verdict is not None:
+        return result.verdict
+    if result.score is not None:
+        return f"{result.score:.2f}"
+    return ""
+
+
+def _state(result: CriterionResult) -> str:
+    if not result.scored:
+        return "unscored"
+    if result.passed is None:
+        return "scored"
+    return "passed" if result.passed else "failed"
+
+
+def _target_label(evaluation: Evaluation) -> str:
+    return evaluation.target_id or f"(no id) {evaluation.target_hash[:12]}"
+
+
+def _histogram(summary: RunSummary) -> dict[str, Any]:
+    """The ten bins as SVG bars: positions, heights and labels, computed here so the
+    template only places them."""
+    inner = CHART_HEIGHT - CHART_TOP - CHART_BOTTOM
+    slot = CHART_WIDTH / HISTOGRAM_BINS
+    peak = max(summary.histogram) or 1
+    bars = []
+    for index, count in enumerate(summary.histogram):
+        height = inner * count / peak
+        low, high = index / HISTOGRAM_BINS, (index + 1) / HISTOGRAM_BINS
+        bars.append(
+            {
+                "count": count,
+                "x": round(index * slot + 4, 2),
+                "width": round(slot - 8, 2),
+                "y": round(CHART_TOP + inner - height, 2),
+                "height": round(height, 2),
+                "centre": round(index * slot + slot / 2, 2),
+                "label": f"{low:.1f}\u2013{high:.1f}",
+                "title": f"{count} target(s) scored {low:.1f} to {high:.1f}"
+                + (" (inclusive)" if index == HISTOGRAM_BINS - 1 else ""),
+            }
+        )
+    return {
+        "width": CHART_WIDTH,
+        "height": CHART_HEIGHT,
+        "axis": CHART_HEIGHT - CHART_BOTTOM,
+        "bars": bars,
+        "scored": sum(summary.histogram),
+    }
+
+
+def _targets(evaluations: list[Evaluation]) -> list[dict[str, Any]]:
+    rows = []
+    for index, evaluation in enumerate(evaluations):
+        criteria = [
+            {
+                "id": r.criterion_id,
+                "required": r.required,
+                "weight": f"{r.weight:g}",
+                "status": r.status,
+                "state": _state(r),
+                "outcome": _outcome(r),
+                "score": None if r.score is None else f"{r.score:.2f}",
+                "evidence": list(r.evidence),
+                "notes": r.notes,
+                "reasoning": r.reasoning,
+            }
+            for r in evaluation.criteria
+        ]
+        usage = evaluation.usage()
+        rows.append(
+            {
+                "index": index,
+                "id": _target_label(evaluation),
+                "verdict": evaluation.verdict,
+                "score": f"{evaluation.score:.3f}",
+                "scaled_score": f"{evaluation.scaled_score:g}",
+                "coverage": format_rate(evaluation.coverage),
+                "rubric": f"{evaluation.rubric_id}@{evaluation.rubric_version}",
+                "gating_failures": list(evaluation.gating_failures),
+                "feedback": evaluation.feedback,
+                "criteria": criteria,
+                "failed": [c["id"] for c in criteria if c["state"] == "failed"],
+                "llm_calls": usage["llm_calls"],
+                "cost": usage["cost"],
+            }
+        )
+    return rows
+
+
+def _script_data(targets: list[dict[str, Any]], criteria: list[str]) -> dict[str, Any]:
+    """What the filter script needs, and nothing more."""
+    return {
+        "criteria": criteria,
+        "targets": [
+            {"id": t["id"], "verdict": t["verdict"], "failed": t["failed"]} for t in targets
+        ],
+    }
+
+
+def _hash_source(text: str) -> str:
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return "sha256-" + base64.b64encode(digest).decode("ascii")
+
+
+def render_report(run: RunData, *, title: str | None = None) -> str:
+    """The run as one self-contained HTML page (see the module docstring)."""
+    environment = _environment()
+    summary = summarize(run.evaluations)
+    targets = _targets(run.evaluations)
+    criteria = [
+        {
+            "id": c.criterion_id,
+            "scored": c.scored,
+            "passed": c.passed,
+            "failed": c.scored - c.passed,
+            "unscored": c.unscored,
+            "pass_rate": c.pass_rate,
+            "bar": round((c.pass_rate or 0.0) * 100, 2),
+            "mean_score": c.mean_score,
+        }
+        for c in summary.criteria
+    ]
+    info = run.info
+    rubric = f"{info.rubric_id}@{info.rubric_version}" if info.rubric_version else info.rubric_id
+    style = environment.get_template("report.css.j2").render()
+    script = environment.get_template("report.js.j2").render()
+    policy = (
+        "default-src 'none'; base-uri 'none'; form-action 'none'; img-src data:; "
+        f"style-src '{_hash_source(style)}'; script-src '{_hash_source(script)}'"
+    )
+    return environment.get_template("report.html.j2").render(
+        title=title or f"rubricflow report: {info.id}",
+        info=info,
+        rubric=rubric,
+        options=sorted((str(k), str(v)) for k, v in info.options.items()),
+        summary=summary,
+        counts={
+            "pass": summary.passed,
+            "fail": summary.failed,
+            "incomplete": summary.incomplete,
+        },
+        histogram=_histogram(summary),
+        criteria=criteria,
+        targets=targets,
+        data=_script_data(targets, [c.criterion_id for c in summary.criteria]),
+        style=Markup(style),
+        script=Markup(script),
+        policy=policy,
+    )
+
+
+def write_report(run: RunData, path: str | Path, *, title: str | None = None) -> Path:
+    """Write the run's report to `path` (parent folders are created); returns the path."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(render_report(run, title=title), encoding="utf-8")
+    return target

@@ -1,0 +1,140 @@
+"""Where a report or a comparison gets its run: a results file, a run in the store (by id
+or `latest`), or every stored evaluation of one artifact."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rubricflow.errors import NotFoundError
+from rubricflow.results import Evaluation
+from rubricflow.runs import RunData, RunInfo, read_results_file
+
+if TYPE_CHECKING:
+    from rubricflow.store import Store
+
+__all__ = ["LATEST", "artifact_run", "looks_like_path", "open_existing_store", "resolve_run"]
+
+LATEST = "latest"
+_RESULT_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jl")
+
+
+def looks_like_path(spec: str) -> bool:
+    """Whether RUN was meant as a file: it has a directory part or a results-file suffix
+    (a run id such as `run-20250101-120000-abc123` has neither)."""
+    return "/" in spec or "\\" in spec or spec.lower().endswith(_RESULT_SUFFIXES)
+
+
+async def open_existing_store(db: str | None) -> Store:
+    """The store at `db` (default $RUBRICFLOW_DB, else ./rubricflow.db). A SQLite file
+    that does not exist is an error here, not a new empty database: reports only read."""
+    from sqlalchemy.engine import make_url
+
+    from rubricflow.store import Store, resolve_url
+
+    url = resolve_url(db)
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database or ""
+        if database and database != ":memory:" and not Path(database).exists():
+            raise NotFoundError(
+                f"no store at {database}: give the database the run was recorded in with "
+                "--db URL (or set RUBRICFLOW_DB), or give a results file written by "
+                "`rubricflow eval --output FILE`"
+            )
+    return await Store.open(url)
+
+
+async def resolve_run(spec: str, db: str | None = None) -> RunData:
+    """RUN as the CLI takes it: a results file (when the path exists), `latest` (the newest
+    run in the store) or a run id in the store."""
+    path = Path(spec)
+    if path.is_dir():
+        raise NotFoundError(
+            f"{spec}: is a directory; give a results file written by "
+            "`rubricflow eval --output FILE`, or a run id"
+        )
+    if path.exists():
+        return read_results_file(path)
+    if looks_like_path(spec):
+        raise NotFoundError(
+            f"{spec}: no such results file; check the path (write one with "
+            "`rubricflow eval RUBRIC TARGETS --output FILE`), or give a run id from the store"
+        )
+    store = await open_existing_store(db)
+    try:
+        if spec == LATEST:
+            latest = await store.runs.latest()
+            if latest is None:
+                raise NotFoundError(
+                    f"no runs in {store.database.display_url}; record one with "
+                    "`rubricflow eval RUBRIC TARGETS --db URL`"
+                )
+            spec = latest.id
+        return await store.runs.load(spec)
+    finally:
+        await store.close()
+
+
+async def artifact_run(artifact_id: str, db: str | None = None) -> RunData:
+    """Every stored evaluation of one artifact (each revision under each rubric version,
+    incomplete attempts too), oldest first, as a run. Each row's target id names the
+    artifact, the revision and the rubric: `ID r2 rubric@1.0.0`."""
+    from rubricflow.store.artifacts import ArtifactRepository
+
+    store = await open_existing_store(db)
+    try:
+        artifact = await ArtifactRepository(store.database).get(artifact_id)
+        evaluations = list(
+            reversed(await store.evaluations.query(artifact_id=artifact_id, limit=100_000))
+        )
+        revisions: dict[str, int] = {}
+        for revision in range(1, artifact.revision + 1):
+            for evaluation_id in await store.evaluations.ids(
+                artifact_id=artifact_id, revision=revision
+            ):
+                revisions[evaluation_id] = revision
+    finally:
+        await store.close()
+    if not evaluations:
+        raise NotFoundError(
+            f"artifact {artifact_id!r} has no stored evaluations; review it first "
+            f"(`rubricflow artifacts submit {artifact_id}`)"
+        )
+    rows = _labelled(artifact_id, evaluations, revisions)
+    rubrics = sorted({(e.rubric_id, e.rubric_version) for e in evaluations})
+    one_rubric = len(rubrics) == 1
+    times = sorted(e.created_at for e in evaluations if e.created_at)
+    info = RunInfo(
+        id=f"artifact:{artifact_id}",
+        rubric_id=rubrics[0][0] if one_rubric else ", ".join(f"{r}@{v}" for r, v in rubrics),
+        rubric_version=rubrics[0][1] if one_rubric else "",
+        source=(
+            f"artifact {artifact_id} ({artifact.type}, {artifact.status}, "
+            f"revision {artifact.revision})"
+        ),
+        status="finished",
+        started_at=times[0] if times else "",
+        finished_at=times[-1] if times else None,
+        options={"artifact_id": artifact_id, "artifact_type": artifact.type},
+    )
+    return RunData(info, rows)
+
+
+def _labelled(
+    artifact_id: str, evaluations: list[Evaluation], revisions: dict[str, int]
+) -> list[Evaluation]:
+    """Each evaluation with a target id naming its revision and rubric; a retried
+    (revision, rubric version) gets `(attempt N)`."""
+    seen: Counter[str] = Counter()
+    rows = []
+    for evaluation in evaluations:
+        revision = revisions.get(evaluation.id)
+        where = f" r{revision}" if revision is not None else ""
+        label = f"{artifact_id}{where} {evaluation.rubric_id}@{evaluation.rubric_version}"
+        seen[label] += 1
+        if seen[label] > 1:
+            label += f" (attempt {seen[label]})"
+        rows.append(evaluation.model_copy(update={"target_id": label}))
+    return rows
