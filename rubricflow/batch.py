@@ -10,8 +10,9 @@ it), an incomplete one is evaluated again.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -224,28 +225,37 @@ class BatchRun:
         target_concurrency: int,
         on_evaluation: Callable[[Evaluation], None] | None = None,
         **options: Any,
-    ) -> AsyncIterator[Evaluation]:
+    ) -> AsyncGenerator[Evaluation, None]:
         """Evaluate the cases not finished yet, writing each result as it lands."""
         if self._stream is not None:
             for evaluation in self._copy_to_file:
                 self._stream.write(evaluation_line(evaluation, self.info.id))
             self._stream.flush()
-        async for evaluation in evaluate_cases(
+        evaluations = evaluate_cases(
             self._cases(cases), target_concurrency=target_concurrency, **options
-        ):
-            self.tally.add(evaluation)
-            if self._stream is not None:
-                self._stream.write(evaluation_line(evaluation, self.info.id))
-                self._stream.flush()
-            if self.kept is not None:
-                self.kept.append(evaluation)
-            if self.store is not None:
-                self._pending.append(evaluation)
-                if len(self._pending) >= STORE_BATCH:
-                    await self._flush_store()
-            if on_evaluation is not None:
-                on_evaluation(evaluation)
-            yield evaluation
+        )
+        # closed here, not by the garbage collector, when the caller stops early
+        async with contextlib.aclosing(evaluations):
+            async for evaluation in evaluations:
+                await self._record(evaluation, on_evaluation)
+                yield evaluation
+
+    async def _record(
+        self, evaluation: Evaluation, on_evaluation: Callable[[Evaluation], None] | None
+    ) -> None:
+        """Count an evaluation and write it: results file now, the store in batches."""
+        self.tally.add(evaluation)
+        if self._stream is not None:
+            self._stream.write(evaluation_line(evaluation, self.info.id))
+            self._stream.flush()
+        if self.kept is not None:
+            self.kept.append(evaluation)
+        if self.store is not None:
+            self._pending.append(evaluation)
+            if len(self._pending) >= STORE_BATCH:
+                await self._flush_store()
+        if on_evaluation is not None:
+            on_evaluation(evaluation)
 
     async def _flush_store(self) -> None:
         pending, self._pending = self._pending, []

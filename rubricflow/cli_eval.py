@@ -384,10 +384,11 @@ def eval_command(
                 allow_import=allow_import,
                 options={"llm": judge, "samples": samples, "llm_feedback": llm_feedback},
             )
-            async for evaluation in stream:
-                _show(evaluation)
-                if bar is not None and task is not None:
-                    bar.update(task, advance=1, **_progress_fields(batch.tally))
+            async with contextlib.aclosing(stream):
+                async for evaluation in stream:
+                    _show(evaluation)
+                    if bar is not None and task is not None:
+                        bar.update(task, advance=1, **_progress_fields(batch.tally))
         except asyncio.CancelledError:
             state["interrupted"] = True
         finally:

@@ -449,3 +449,25 @@ def test_runs_list_and_show_report_the_stored_runs(work: Path) -> None:
     missing = _cli(["runs", "show", "nope", "--db", "runs.db"], work)
     assert missing.returncode == 2
     assert "no run 'nope'" in missing.stderr and "rubricflow runs list" in missing.stderr
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(work: Path) -> None:
+    """`rubricflow eval ... --json | head -60`: the closed pipe ends the run quietly."""
+    _targets(work / "targets.jsonl", 150)
+    args = ["eval", "judged.yaml", "targets.jsonl", "--json", "--allow-import", "--no-cache"]
+    env = {**os.environ, **_judge_env(work)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rubricflow", *args, "--llm", "python:slowjudge:judge"],
+        cwd=work,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    read = [json.loads(process.stdout.readline())["target_id"] for _ in range(60)]
+    assert read[:2] == ["t000", "t001"]
+    process.stdout.close()  # as `head -60` does
+    stderr = process.stderr.read().decode()
+    process.wait(timeout=60)
+    assert "Traceback" not in stderr and "error occurred" not in stderr, stderr
+    assert len(_calls(work)) < 150  # it stopped instead of judging everything

@@ -8,9 +8,10 @@ result does not depend on which criterion finished first.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -284,7 +285,7 @@ async def evaluate_many(
     *,
     target_concurrency: int = DEFAULT_CONCURRENCY,
     **options: Any,
-) -> AsyncIterator[Evaluation]:
+) -> AsyncGenerator[Evaluation, None]:
     """Evaluate a stream of targets, yielding evaluations in input order.
 
     At most `target_concurrency` targets are in flight, so memory stays flat however
@@ -299,10 +300,12 @@ async def evaluate_many(
             for item in targets:
                 yield rubric, item
 
-    async for evaluation in evaluate_cases(
-        pairs(), target_concurrency=target_concurrency, **options
-    ):
-        yield evaluation
+    # closed here, not by the garbage collector, when the caller stops early
+    async with contextlib.aclosing(
+        evaluate_cases(pairs(), target_concurrency=target_concurrency, **options)
+    ) as evaluations:
+        async for evaluation in evaluations:
+            yield evaluation
 
 
 async def evaluate_cases(
@@ -311,7 +314,7 @@ async def evaluate_cases(
     *,
     target_concurrency: int = DEFAULT_CONCURRENCY,
     **options: Any,
-) -> AsyncIterator[Evaluation]:
+) -> AsyncGenerator[Evaluation, None]:
     """`evaluate_many` for (rubric, target) pairs: a suite whose cases add criteria of
     their own grades each case with its own rubric. Yields in input order."""
     if target_concurrency < 1:
