@@ -260,7 +260,12 @@ def _print_evaluation(evaluation: Any, rubric: Any) -> None:
             outcome = f"[red]{escape(outcome or 'below bar')}[/red]"
         else:
             outcome = escape(outcome)
-        detail = "; ".join(result.evidence) or result.notes
+        # an unscored criterion's notes say why; a scored one's evidence says what was found
+        detail = (
+            result.notes or "; ".join(result.evidence)
+            if not result.scored
+            else "; ".join(result.evidence) or result.notes
+        )
         table.add_row(
             escape(result.criterion_id) + (" *" if result.required else ""),
             f"{result.weight:g}",
@@ -271,8 +276,10 @@ def _print_evaluation(evaluation: Any, rubric: Any) -> None:
         )
     out.print(table)
     fix_at = evaluation.feedback.find("What to fix:")
+    if fix_at < 0:
+        fix_at = evaluation.feedback.find("Not scored")
     if fix_at >= 0:
-        out.print(escape(evaluation.feedback[fix_at:].split("Not scored")[0].rstrip()))
+        out.print(escape(evaluation.feedback[fix_at:].rstrip()))
     summary = evaluation.metadata.get("llm_feedback")
     if isinstance(summary, dict) and summary.get("source") == "llm":
         out.print(f"Feedback: {escape(str(summary.get('text', '')))}")

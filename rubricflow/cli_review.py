@@ -64,7 +64,7 @@ def _read_content(path: Path) -> Any:
 # --- types ---------------------------------------------------------------------------------
 @types_app.command("set")
 def types_set(
-    name: Annotated[str, typer.Argument(metavar="TYPE")],
+    name: Annotated[str, typer.Argument(metavar="TYPE", help="The artifact type's name.")],
     rubric: Annotated[
         list[str] | None,
         typer.Option(
@@ -131,7 +131,7 @@ def types_set(
 
 @types_app.command("show")
 def types_show(
-    name: Annotated[str, typer.Argument(metavar="TYPE")],
+    name: Annotated[str, typer.Argument(metavar="TYPE", help="The artifact type's name.")],
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -231,7 +231,8 @@ def artifacts_submit(
 ) -> None:
     """Submit an artifact for review (and review it now unless --defer).
 
-    Exit 0 when the artifact ends approved, 1 otherwise.
+    Exit 0 when the artifact ends approved (with --defer: when it is queued for a
+    worker), 1 otherwise.
     """
     who = actor or _actor_default()
     content = _read_content(Path(target)) if type_name is not None else None
@@ -252,12 +253,13 @@ def artifacts_submit(
             which = escape(f"{evaluation.rubric_id}@{evaluation.rubric_version}")
             out.print(f"\nevaluation {evaluation.id} ({which}):")
             out.print(escape(evaluation.feedback))
-    raise typer.Exit(0 if outcome.approved else 1)
+    queued = defer and outcome.artifact.status == "pending_review"
+    raise typer.Exit(0 if outcome.approved or queued else 1)
 
 
 @artifacts_app.command("show")
 def artifacts_show(
-    artifact_id: Annotated[str, typer.Argument(metavar="ID")],
+    artifact_id: Annotated[str, typer.Argument(metavar="ID", help="The artifact's id.")],
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -317,7 +319,7 @@ def artifacts_list(
 
 @artifacts_app.command("history")
 def artifacts_history(
-    artifact_id: Annotated[str, typer.Argument(metavar="ID")],
+    artifact_id: Annotated[str, typer.Argument(metavar="ID", help="The artifact's id.")],
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -340,7 +342,7 @@ def artifacts_history(
 
 @artifacts_app.command("evaluations")
 def artifacts_evaluations(
-    artifact_id: Annotated[str, typer.Argument(metavar="ID")],
+    artifact_id: Annotated[str, typer.Argument(metavar="ID", help="The artifact's id.")],
     revision: Annotated[int | None, typer.Option("--revision", help="Only this revision.")] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
@@ -357,7 +359,7 @@ def artifacts_evaluations(
 
 @artifacts_app.command("revise")
 def artifacts_revise(
-    artifact_id: Annotated[str, typer.Argument(metavar="ID")],
+    artifact_id: Annotated[str, typer.Argument(metavar="ID", help="The artifact's id.")],
     path: Annotated[Path, typer.Argument(metavar="FILE", help="The new content.")],
     reason: Annotated[str, typer.Option("--reason", help="What changed and why.")],
     actor: ActorOption = None,
@@ -380,10 +382,15 @@ def artifacts_revise(
 
 def _decision(name: str, help_text: str, needs_reason: bool) -> None:
     def command(
-        artifact_id: Annotated[str, typer.Argument(metavar="ID")],
-        reason: Annotated[
-            str | None, typer.Option("--reason", help="Why (required for human decisions).")
-        ] = None,
+        artifact_id: Annotated[str, typer.Argument(metavar="ID", help="The artifact's id.")],
+        # a default, not an annotation: the help text depends on this decision
+        reason: str | None = typer.Option(
+            None,
+            "--reason",
+            help="Why: required for this decision."
+            if needs_reason
+            else "Why (optional; kept on the record).",
+        ),
         actor: ActorOption = None,
         db: DbOption = None,
         as_json: JsonOption = False,
@@ -456,7 +463,10 @@ def worker_command(
     if as_json:
         _print_json(summary)
     else:
+        outcomes = ", ".join(f"{k} {v}" for k, v in sorted(stats.outcomes.items()))
         out.print(
-            f"reviewed {stats.reviewed}: "
-            + ", ".join(f"{k} {v}" for k, v in sorted(stats.outcomes.items()))
+            f"reviewed {stats.reviewed} artifact{'s' * (stats.reviewed != 1)}"
+            + (f": {outcomes}" if outcomes else "")
+            + (f"; {stats.lost_races} taken by another worker" if stats.lost_races else "")
+            + (f"; {stats.errors} error(s)" if stats.errors else "")
         )

@@ -145,7 +145,7 @@ def rubrics_list(
 
 @rubrics_app.command("show")
 def rubrics_show(
-    rubric_id: Annotated[str, typer.Argument(metavar="ID")],
+    rubric_id: Annotated[str, typer.Argument(metavar="ID", help="The rubric's id.")],
     version: Annotated[str | None, typer.Option("--version", help="An exact version.")] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
@@ -166,7 +166,7 @@ def rubrics_show(
 
 @rubrics_app.command("history")
 def rubrics_history(
-    rubric_id: Annotated[str, typer.Argument(metavar="ID")],
+    rubric_id: Annotated[str, typer.Argument(metavar="ID", help="The rubric's id.")],
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -185,7 +185,7 @@ def rubrics_history(
 
 @rubrics_app.command("delete")
 def rubrics_delete(
-    rubric_id: Annotated[str, typer.Argument(metavar="ID")],
+    rubric_id: Annotated[str, typer.Argument(metavar="ID", help="The rubric's id.")],
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -282,7 +282,7 @@ def evaluations_list(
 
 @evaluations_app.command("show")
 def evaluations_show(
-    evaluation_id: Annotated[str, typer.Argument(metavar="EVAL_ID")],
+    evaluation_id: Annotated[str, typer.Argument(metavar="EVAL_ID", help="The evaluation's id.")],
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:

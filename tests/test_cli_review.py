@@ -275,7 +275,7 @@ def test_approval_threshold_and_blocking_from_the_command_line(cli: Cli) -> None
 def test_defer_then_worker_once_reviews_the_queue(cli: Cli) -> None:
     cli.setup()
     queued = cli.json(
-        "artifacts", "submit", "--type", "post", "--defer", cli.file("g.json", GOOD), code=1
+        "artifacts", "submit", "--type", "post", "--defer", cli.file("g.json", GOOD), code=0
     )
     assert (queued["status"], queued["queued"], queued["evaluation_ids"]) == (
         "pending_review",
@@ -284,7 +284,7 @@ def test_defer_then_worker_once_reviews_the_queue(cli: Cli) -> None:
     )
     other = cli.json("artifacts", "create", "--type", "post", cli.file("h.json", HALF))
     assert other["status"] == "draft"
-    assert cli.json("artifacts", "submit", other["id"], "--defer", code=1)["queued"]
+    assert cli.json("artifacts", "submit", other["id"], "--defer", code=0)["queued"]
     pending = cli.json("artifacts", "list", "--status", "pending_review")["artifacts"]
     assert len(pending) == 2
     summary = cli.json("worker", "--once", "--lease", "5", "--poll", "0.1")
@@ -332,7 +332,7 @@ def test_human_decisions_name_who_and_why(cli: Cli) -> None:
 def test_withdraw_takes_a_queued_artifact_back(cli: Cli) -> None:
     cli.setup()
     queued = cli.json(
-        "artifacts", "submit", "--type", "post", "--defer", cli.file("g.json", GOOD), code=1
+        "artifacts", "submit", "--type", "post", "--defer", cli.file("g.json", GOOD), code=0
     )
     back = cli.json("artifacts", "withdraw", queued["artifact"]["id"], "--actor", "bot")
     assert back["status"] == "draft"
@@ -421,9 +421,9 @@ def test_a_real_process_submits_and_a_real_worker_reviews(tmp_path: Path) -> Non
     assert outcome["evaluation_ids"]
 
     deferred = cli("artifacts", "submit", "--type", "post", "--defer", cli.file("h.json", HALF))
-    assert deferred.exit_code == 1, deferred.output
+    assert deferred.exit_code == 0, deferred.output  # queued for a worker
     assert "pending_review" in deferred.stdout
     worked = run("worker", "--once", "--poll", "0.1")
     assert worked.returncode == 0, worked.stderr
-    assert "reviewed 1: needs_revision 1" in worked.stdout
+    assert "reviewed 1 artifact: needs_revision 1" in worked.stdout
     assert "Traceback" not in worked.stderr

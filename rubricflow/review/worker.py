@@ -43,7 +43,9 @@ class WorkerStats:
 
     def count(self, outcome: ReviewOutcome) -> None:
         self.reviewed += 1
-        status = outcome.artifact.status
+        artifact = outcome.artifact
+        # a passing review that waits for a human stays in_review: name it for what it is
+        status = "awaiting_approval" if artifact.awaiting_approval else artifact.status
         self.outcomes[status] = self.outcomes.get(status, 0) + 1
         if outcome.approved:
             self.approved += 1

@@ -95,7 +95,7 @@ async def test_run_once_reviews_everything_waiting_and_nothing_else(
     stats = await Worker(registry, concurrency=3, poll_interval=0.05).run(once=True)
 
     assert stats.reviewed == 9
-    assert stats.outcomes == {"approved": 5, "needs_revision": 3, "in_review": 1}
+    assert stats.outcomes == {"approved": 5, "needs_revision": 3, "awaiting_approval": 1}
     for artifact_id, status in queued.items():
         artifact = await registry.get(artifact_id)
         assert artifact.status == status
