@@ -126,7 +126,8 @@ class OpenRubricRLFormat:
                     "id": slugify(crit_name, f"criterion_{index}"),
                     "name": crit_name,
                     "description": description,
-                    "weight": weight * llm_share if metric_criteria else weight,
+                    # 12 significant digits: 0.32, not 0.32000000000000006, in converted files
+                    "weight": float(f"{weight * llm_share:.12g}") if metric_criteria else weight,
                     "examples": _examples(reader, crit.get("examples"), f"{path}.examples"),
                     "subcriteria": _subcriteria(reader, crit.get("subcriteria"), path),
                     # OpenRubricRL's judge scores each criterion on the rubric's scale
