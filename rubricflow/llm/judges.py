@@ -24,8 +24,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rubricflow.formats import judgespec
 from rubricflow.llm.answers import (
     AnswerError,
+    escape_delimiters,
     extract_json,
     extract_tag,
     parse_number,
@@ -37,7 +39,6 @@ from rubricflow.llm.prompts import (
     PromptError,
     build_prompt,
     criterion_view,
-    judgespec_prompt,
     render_rubric_template,
     requirement_view,
 )
@@ -567,10 +568,43 @@ def _requirements(criterion: Criterion) -> list[dict[str, Any]]:
     return views
 
 
-def _tags_reader(low: float, high: float) -> Callable[[str], Reading]:
+def _tags_reader(
+    low: float, high: float, judgement: judgespec.Extractors | None = None
+) -> Callable[[str], Reading]:
+    """RubricJudgeSpec's answer: the last `<score>` and `<rationale>` tags, or the fields
+    of the spec's `extract_judgement` patterns when it has them."""
     fallback = score_schema(low, high)
+    score_field = judgement.field("score") if judgement else None
+    rationale_field = judgement.field("rationale") if judgement else None
+
+    def rationale(text: str) -> str:
+        found = judgespec.find_value(rationale_field, text) if rationale_field else None
+        return (found or "").strip() or extract_tag(text, "rationale") or ""
+
+    def custom_score(text: str, field: judgespec.ExtractionField) -> float:
+        shown = field.pattern.pattern if field.pattern is not None else "(the whole answer)"
+        raw = judgespec.find_value(field, text)
+        if raw is None:
+            raise AnswerError(
+                f"the answer has no match for the score pattern `{shown}` "
+                f"(match_index {field.match_index})"
+            )
+        try:
+            number = parse_number(raw)
+        except AnswerError:
+            raise AnswerError(
+                f"the score pattern `{shown}` found {raw.strip()[:40]!r}, which holds no number"
+            ) from None
+        if field.field_type == "INT" and number != int(number):
+            raise AnswerError(f"the score {number:g} is not a whole number")
+        return number
 
     def read(text: str) -> Reading:
+        if score_field is not None:
+            number = custom_score(text, score_field)
+            if not low <= number <= high:
+                raise AnswerError(f"the score {number:g} is outside {low:g}..{high:g}")
+            return Reading({"score": number, "reasoning": rationale(text)})
         raw = extract_tag(text, "score")
         if raw is None:
             try:
@@ -588,9 +622,72 @@ def _tags_reader(low: float, high: float) -> Callable[[str], Reading]:
             raise AnswerError(f"the <score> tag holds no number ({raw[:40]!r})") from None
         if not low <= number <= high:
             raise AnswerError(f"the score {number:g} is outside {low:g}..{high:g}")
-        return Reading({"score": number, "reasoning": extract_tag(text, "rationale") or ""})
+        return Reading({"score": number, "reasoning": rationale(text)})
 
     return read
+
+
+def _judgespec_question(
+    criterion: Criterion,
+    target: Target,
+    context: ScoringContext,
+    scale: _Scale,
+    max_tokens: int | None,
+) -> Question | str:
+    """RubricJudgeSpec's question (prescript + rubric + postscript, every `${name}` filled
+    in one pass from the built-ins and the `extract_variables` values), or why it cannot
+    be asked: the criterion is then `unable_to_evaluate` and no call is made."""
+    from rubricflow.llm.prompts import reask_message
+
+    config = criterion.scoring.config
+    low, high = scale.low, scale.high
+    try:
+        variables, judgement = judgespec.extractors_from_config(config)
+    except ValueError as error:
+        raise JudgeConfigError(str(error)) from None
+    prescript = str(config.get("prescript") or judgespec.DEFAULT_PRESCRIPT)
+    postscript = str(config.get("postscript") or judgespec.DEFAULT_POSTSCRIPT)
+    try:
+        extracted = (
+            judgespec.extract_values(variables, content=target.text, query=target.query)
+            if variables is not None
+            else {}
+        )
+    except judgespec.ExtractionFailure as failure:
+        return str(failure)
+    values = {name: escape_delimiters(value) for name, value in extracted.items()}
+    values.update(
+        min_score=f"{low:g}", max_score=f"{high:g}", content=escape_delimiters(target.text)
+    )
+    parts = {"prescript": prescript, "rubric": criterion.description, "postscript": postscript}
+    for where, text in parts.items():
+        unknown = [name for name in judgespec.placeholders(text) if name not in values]
+        if unknown:
+            return (
+                f"the {where} uses ${{{unknown[0]}}}, which is neither built in nor defined by "
+                "scoring.config.extract_variables; the judge was not asked (a placeholder is "
+                "never sent as written)"
+            )
+    prompt = judgespec.render_prompt(prescript, criterion.description, postscript, values)
+    custom = judgement is not None and judgement.field("score") is not None
+
+    def reask(error: str) -> str:
+        if not custom:
+            return reask_message(error, None, low=low, high=high)
+        return (
+            f"Your previous answer could not be used: {error}\nReply again as the "
+            f"instructions above ask, with one score from {low:g} to {high:g}."
+        )
+
+    return Question(
+        user=prompt,
+        schema=None,
+        read=_tags_reader(low, high, judgement),
+        rubric_hash=context.rubric.content_hash,
+        criterion_ids=(criterion.id,),
+        max_tokens=max_tokens,
+        reask_text=reask,
+    )
 
 
 async def judge_score(
@@ -606,28 +703,13 @@ async def judge_score(
     low, high = scale.low, scale.high
     limit = _reasoning_limit(session)
     if scale.mode == "tags":
-        config = criterion.scoring.config
-        from rubricflow.formats.judgespec import DEFAULT_POSTSCRIPT, DEFAULT_PRESCRIPT
-
-        prompt = judgespec_prompt(
-            str(config.get("prescript") or DEFAULT_PRESCRIPT),
-            criterion.description,
-            str(config.get("postscript") or DEFAULT_POSTSCRIPT),
-            low=low,
-            high=high,
-            content=target.text,
-        )
-        from rubricflow.llm.prompts import reask_message
-
-        question = Question(
-            user=prompt,
-            schema=None,
-            read=_tags_reader(low, high),
-            rubric_hash=context.rubric.content_hash,
-            criterion_ids=(criterion.id,),
-            max_tokens=max_tokens,
-            reask_text=lambda error: reask_message(error, None, low=low, high=high),
-        )
+        try:
+            asked = _judgespec_question(criterion, target, context, scale, max_tokens)
+        except JudgeConfigError as error:
+            return error_result(criterion, scorer, f"criterion {criterion.id}: {error}")
+        if isinstance(asked, str):
+            return _unable(criterion, scorer, asked, [])
+        question = asked
     else:
         schema = score_schema(low, high, integer=scale.integer)
         if scale.mode == "holistic":
