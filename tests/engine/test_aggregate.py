@@ -43,7 +43,9 @@ LEVELS = [
 async def test_rubric_package_figures(
     scripted: PluginRegistry, weights: list[float], verdicts: list[bool], score: float, raw: float
 ) -> None:
-    r = rubric([crit(f"c{i}", v, w) for i, (w, v) in enumerate(zip(weights, verdicts, strict=True))])
+    r = rubric(
+        [crit(f"c{i}", v, w) for i, (w, v) in enumerate(zip(weights, verdicts, strict=True))]
+    )
     evaluation = await evaluate(r, "text", plugins=scripted)
     assert evaluation.score == pytest.approx(score, abs=1e-12)
     assert evaluation.raw_score == pytest.approx(raw, abs=1e-12)
