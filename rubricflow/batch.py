@@ -10,7 +10,10 @@ it), an incomplete one is evaluated again.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
+import os
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
@@ -19,7 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from rubricflow.engine.executor import evaluate_cases
-from rubricflow.errors import RubricflowError
+from rubricflow.errors import NotFoundError, RubricflowError
 from rubricflow.model import Rubric
 from rubricflow.results import Evaluation, Target
 from rubricflow.runs import (
@@ -113,6 +116,13 @@ class BatchRun:
         self._pending: list[Any] = []
         self._skip: set[str] = set()
         self._copy_to_file: list[Evaluation] = []
+        #: whether the run is in the store (started or resumed by `prepare`)
+        self._in_store = False
+        #: a store batch being saved, which a cancelled run leaves for close() to wait for
+        self._saving: asyncio.Future[None] | None = None
+        self._seen: set[str] = set()
+        #: target ids met more than once: the run keeps only the last evaluation of each
+        self.repeated: dict[str, None] = {}
         #: every evaluation of this run (earlier sessions' too), when `keep` is set
         self.kept: list[Evaluation] | None = [] if keep else None
 
@@ -133,8 +143,11 @@ class BatchRun:
                 )
             if self.store is not None:
                 self.info = await self.store.runs.start(self.info)
+                self._in_store = True
         if self.output is not None:
             self.output.parent.mkdir(parents=True, exist_ok=True)
+            if self.output.exists():
+                _end_on_a_whole_line(self.output)
             self._stream = self.output.open("a", encoding="utf-8")
             running = RunInfo(**{**self.info.to_dict(), "status": "running", "finished_at": None})
             write_run_header(self._stream, running)
@@ -142,6 +155,7 @@ class BatchRun:
         return self.info
 
     async def _prepare_resume(self) -> None:
+        given = self.info
         from_file: RunData | None = None
         if self.output is not None and self.output.exists():
             from_file = read_results_file(self.output)
@@ -150,6 +164,7 @@ class BatchRun:
                     f"{self.output} holds run {from_file.info.id!r}, not {self.info.id!r}; "
                     "resume the run the file holds, or give another --output"
                 )
+            _same_rubric(from_file.info, given, f"{self.output}: run", "another --output")
             self.info = RunInfo(**{**self.info.to_dict(), "id": from_file.info.id})
         from_store: list[Evaluation] = []
         if self.store is not None:
@@ -162,11 +177,16 @@ class BatchRun:
                     )
                 run_id = latest.id
             try:
-                stored = await self.store.runs.resume(run_id)
-            except RubricflowError:
+                recorded = await self.store.runs.get(run_id)
+            except NotFoundError:
                 if from_file is None:
                     raise
                 stored = await self.store.runs.start(self.info)
+            else:
+                where = f"{self.store.database.display_url}: run"
+                _same_rubric(recorded, given, where, "another --run")
+                stored = await self.store.runs.resume(run_id)
+            self._in_store = True
             self.info = RunInfo(**{**stored.to_dict(), "options": self.info.options})
             from_store = latest_per_target(await self.store.runs.evaluations(run_id))
         elif from_file is None:
@@ -185,7 +205,7 @@ class BatchRun:
             await self._save_to_store(
                 [e for t, e in file_done.items() if t not in store_done and e.id not in stored_ids]
             )
-        if from_file is not None:
+        if self.output is not None:  # a new results file gets every earlier one too
             self._copy_to_file = [e for t, e in store_done.items() if t not in file_done]
         if self.kept is not None:
             self.kept.extend(finished.values())
@@ -214,7 +234,12 @@ class BatchRun:
         for rubric, target in cases:
             if self._stop:
                 return
-            if target.id is not None and target.id in self._skip:
+            if target.id is not None:
+                if target.id in self._seen:
+                    self.repeated[target.id] = None
+                self._seen.add(target.id)
+            # a target without an id (a single-target file) is known by its content
+            if (target.id or target.content_hash) in self._skip:
                 continue
             yield rubric, target
 
@@ -258,8 +283,24 @@ class BatchRun:
             on_evaluation(evaluation)
 
     async def _flush_store(self) -> None:
+        """Store the pending evaluations. The save is shielded: a cancelled run (a second
+        Ctrl-C) does not cut its transaction short, which would lose the batch or leave
+        SQLite locked; the next flush (close) waits for it instead."""
+        if self._saving is not None:
+            await self._saving
+            self._saving = None
         pending, self._pending = self._pending, []
-        await self._save_to_store(pending)
+        if not pending:
+            return
+        self._saving = asyncio.ensure_future(self._save_to_store(pending))
+        try:
+            await asyncio.shield(self._saving)
+        except asyncio.CancelledError:
+            raise  # the save goes on
+        except BaseException:
+            self._saving = None
+            raise
+        self._saving = None
 
     async def close(self, *, interrupted: bool) -> RunInfo:
         """Write what is still pending and record how the run ended."""
@@ -267,7 +308,8 @@ class BatchRun:
         finished = datetime.now(timezone.utc).isoformat()
         self.info = RunInfo(**{**self.info.to_dict(), "status": status, "finished_at": finished})
         try:
-            if self.store is not None:
+            # a run that `prepare` did not start or resume (refused) is not this one's
+            if self.store is not None and self._in_store:
                 await self._flush_store()
                 await self.store.runs.finish(self.info.id, status)
         finally:
@@ -283,9 +325,52 @@ class BatchRun:
 
 
 def _complete(evaluations: Iterable[Evaluation]) -> dict[str, Evaluation]:
-    """The latest complete (pass or fail) evaluation of each target."""
+    """The latest complete (pass or fail) evaluation of each target (by id, or by content
+    for a target without one)."""
     done: dict[str, Evaluation] = {}
     for evaluation in evaluations:
-        if evaluation.target_id is not None and evaluation.verdict != "incomplete":
-            done[evaluation.target_id] = evaluation
+        if evaluation.verdict != "incomplete":
+            done[evaluation.target_id or evaluation.target_hash] = evaluation
     return done
+
+
+def _same_rubric(recorded: RunInfo, given: RunInfo, where: str, other: str) -> None:
+    """A run is graded with one rubric: resuming it with another would mix the grades."""
+    if not (recorded.rubric_id and given.rubric_id):
+        return
+    was = f"{recorded.rubric_id}@{recorded.rubric_version}"
+    now = f"{given.rubric_id}@{given.rubric_version}"
+    if was != now:
+        raise ResumeError(
+            f"{where} {recorded.id!r} was graded with {was}, not {now}; resume it with that "
+            f"rubric, or start a new run ({other})"
+        )
+
+
+def _end_on_a_whole_line(path: Path) -> None:
+    """A run killed mid-write leaves its last line cut: drop that line (reading the file
+    skips it too) so that what a resumed run appends starts on a line of its own. A whole
+    last line that only lacks its newline gets one."""
+    with path.open("rb+") as stream:
+        size = stream.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        stream.seek(size - 1)
+        if stream.read(1) == b"\n":
+            return
+        start = size
+        while start > 0:  # back to the start of the last line
+            step = min(start, 1 << 16)
+            stream.seek(start - step)
+            newline = stream.read(step).rfind(b"\n")
+            start -= step
+            if newline >= 0:
+                start += newline + 1
+                break
+        stream.seek(start)
+        try:
+            json.loads(stream.read().decode("utf-8"))
+        except ValueError:  # cut JSON, or a cut multi-byte character
+            stream.truncate(start)
+        else:
+            stream.write(b"\n")

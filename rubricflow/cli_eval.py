@@ -42,9 +42,30 @@ def _suite_path(path: Path) -> bool:
     from rubricflow.suites import is_suite_document
 
     try:
-        return is_suite_document(parse_text(path.read_text(encoding="utf-8-sig"), str(path)))
+        text = path.read_text(encoding="utf-8-sig")
+        return is_suite_document(parse_text(text, str(path), suffix=path.suffix))
     except Exception:
         return False  # reading it as a target reports the problem
+
+
+def _not_a_suite(path: Path) -> str:
+    """Why `path`, given without a TARGET, is not run as a suite."""
+    if not path.exists():
+        return f"{path}: no such file; check the path"
+    if path.is_file() and path.suffix.lower() in (".yaml", ".yml", ".json"):
+        from rubricflow.errors import RubricflowError
+        from rubricflow.formats.document import parse_text
+
+        try:
+            parse_text(path.read_text(encoding="utf-8-sig"), str(path), suffix=path.suffix)
+        except RubricflowError as error:
+            return str(error)  # it does not parse: say where
+        except (OSError, UnicodeDecodeError) as error:
+            return f"{path}: cannot read: {error}"
+    return (
+        f"{path}: give a TARGET to evaluate (a file, JSONL or -), or make this an "
+        "evaluation suite (a file with `cases`)"
+    )
 
 
 def _count_lines(path: Path) -> int | None:
@@ -90,10 +111,7 @@ def _gather(
             given_outputs = read_outputs(outputs)
     if target is None:
         if not _suite_path(first):
-            _fail(
-                f"{first}: give a TARGET to evaluate (a file, JSONL or -), or make this an "
-                "evaluation suite (a file with `cases`)"
-            )
+            _fail(_not_a_suite(first))
         with _user_errors():
             suite = load_suite(first, outputs=given_outputs, plugins=plugins)
         return _suite_cases(suite, suite_targets, plugins, allow_import), None
@@ -391,6 +409,10 @@ def eval_command(
                         bar.update(task, advance=1, **_progress_fields(batch.tally))
         except asyncio.CancelledError:
             state["interrupted"] = True
+        except BaseException:
+            # e.g. a malformed JSONL line: the run stopped short, and --resume continues it
+            state["interrupted"] = True
+            raise
         finally:
             if bar is not None:
                 bar.stop()
@@ -420,8 +442,21 @@ def eval_command(
         err.print(f"report: {escape(str(written))}")
     if tally.done + tally.skipped == 0 and not state["interrupted"]:
         _fail(f"{cases.source}: holds no targets; give one target object or JSONL lines")
+    if batch.repeated:
+        ids = list(batch.repeated)
+        shown = ", ".join(repr(i) for i in ids[:5]) + (
+            f" and {len(ids) - 5} more" if len(ids) > 5 else ""
+        )
+        err.print(
+            f"warning: {escape(cases.source)}: target id(s) {escape(shown)} appear more than "
+            "once; a run keeps only the last evaluation of each id (its summary, report and "
+            "--resume): give every target its own id"
+        )
     if not as_json or quiet:
-        skipped = f" ({tally.skipped} finished earlier)" if tally.skipped else ""
+        skipped = ""
+        if tally.skipped:
+            skipped = f" ({tally.skipped} finished earlier"
+            skipped += f", {tally.earlier_failed} of them failed)" if tally.earlier_failed else ")"
         out.print(
             f"{tally.done} target(s){skipped}: {tally.passed} passed, {tally.failed} failed, "
             f"{tally.incomplete} incomplete; run {escape(batch.info.id)}"

@@ -265,35 +265,35 @@ def evaluation_line(evaluation: Evaluation, run_id: str) -> str:
 
 def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """The file's JSON objects with their line numbers. A malformed *last* line (a write
-    cut off by a kill) is dropped, since everything before it is intact; a malformed line
-    anywhere else is an error."""
+    cut off by a kill, perhaps inside a multi-byte character) is dropped, since everything
+    before it is intact; a malformed line anywhere else is an error."""
     try:
-        stream = path.open(encoding="utf-8")
+        stream = path.open("rb")
     except OSError as error:
         raise RunInputError(f"{path}: cannot read: {error.strerror or error}") from None
     with stream:
         broken: RunInputError | None = None
-        try:
-            for number, line in enumerate(stream, start=1):
-                if not line.strip():
-                    continue
-                if broken is not None:
-                    raise broken
-                try:
-                    value = json.loads(line)
-                except json.JSONDecodeError as error:
-                    broken = RunInputError(
-                        f"{path} line {number}: malformed JSON at column {error.colno}: "
-                        f"{error.msg}; a results file is written by `rubricflow eval --output`"
-                    )
-                    continue
-                if not isinstance(value, dict):
-                    raise RunInputError(
-                        f"{path} line {number}: expected a JSON object, got {type(value).__name__}"
-                    )
-                yield number, value
-        except UnicodeDecodeError:
-            raise RunInputError(f"{path}: not UTF-8 text") from None
+        for number, raw in enumerate(stream, start=1):
+            if not raw.strip():
+                continue
+            if broken is not None:
+                raise broken
+            try:
+                value = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                broken = RunInputError(f"{path} line {number}: not UTF-8 text")
+                continue
+            except json.JSONDecodeError as error:
+                broken = RunInputError(
+                    f"{path} line {number}: malformed JSON at column {error.colno}: "
+                    f"{error.msg}; a results file is written by `rubricflow eval --output`"
+                )
+                continue
+            if not isinstance(value, dict):
+                raise RunInputError(
+                    f"{path} line {number}: expected a JSON object, got {type(value).__name__}"
+                )
+            yield number, value
 
 
 def read_results_file(path: str | Path) -> RunData:

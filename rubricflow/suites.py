@@ -191,7 +191,16 @@ def _shared_rubric(
     if isinstance(named, str):
         from rubricflow.formats.loader import load_file
 
-        loaded = load_file(file.parent / named, plugins=plugins)
+        path = file.parent / named
+        if not path.is_file():
+            raise SuiteError(
+                f"{file}: rubric: {named!r} is not a file (looked for {path}); give a path "
+                "relative to the suite file"
+            )
+        try:
+            loaded = load_file(path, plugins=plugins)
+        except RubricflowError as error:
+            raise SuiteError(f"{file}: rubric: {error}") from None
         if len(loaded.rubrics) != 1:
             ids = ", ".join(r.id for r in loaded.rubrics)
             raise SuiteError(
@@ -281,8 +290,11 @@ def _agentv(
     raw_cases: dict[str, tuple[int, Mapping[str, Any]]] = {}
     for index, raw in enumerate(document[key]):
         if isinstance(raw, Mapping):
+            # the id the importer gives the case's rubric: 0 is an id, not a missing one
+            given_id = raw.get("id")
             default = f"test-{index + 1}" if key == "tests" else f"case-{index + 1}"
-            raw_cases[str(raw.get("id") or default)] = (index, raw)
+            name = default if given_id is None or given_id == "" else str(given_id)
+            raw_cases[name] = (index, raw)
     cases: list[SuiteCase] = []
     for rubric in loaded.rubrics:
         case_id = rubric.name
@@ -311,22 +323,25 @@ def read_outputs(path: str | Path) -> dict[str, Any]:
     if not file.is_file():
         raise SuiteError(f"{file}: no such outputs file; check the path")
     outputs: dict[str, Any] = {}
-    with file.open(encoding="utf-8") as stream:
-        for number, line in enumerate(stream, start=1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise SuiteError(
-                    f"{file} line {number}: malformed JSON at column {error.colno}: {error.msg}"
-                ) from None
-            if not isinstance(value, dict) or "id" not in value or "output" not in value:
-                raise SuiteError(
-                    f"{file} line {number}: an outputs line is an object with `id` (the case "
-                    "id) and `output` (what to grade)"
-                )
-            outputs[str(value["id"])] = value["output"]
+    try:
+        with file.open(encoding="utf-8-sig") as stream:
+            for number, line in enumerate(stream, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    value = json.loads(line)
+                except json.JSONDecodeError as error:
+                    raise SuiteError(
+                        f"{file} line {number}: malformed JSON at column {error.colno}: {error.msg}"
+                    ) from None
+                if not isinstance(value, dict) or "id" not in value or "output" not in value:
+                    raise SuiteError(
+                        f"{file} line {number}: an outputs line is an object with `id` (the "
+                        "case id) and `output` (what to grade)"
+                    )
+                outputs[str(value["id"])] = value["output"]
+    except UnicodeDecodeError:
+        raise SuiteError(f"{file}: not UTF-8 text; save the outputs file as UTF-8") from None
     return outputs
 
 
