@@ -220,3 +220,14 @@ def test_stdin_line_numbers_count_leading_blank_lines(monkeypatch: pytest.Monkey
     assert next(targets).id == "line-3"
     with pytest.raises(TargetInputError, match="line 4"):
         next(targets)
+
+
+def test_a_lone_surrogate_is_refused_with_its_line(tmp_path: Path) -> None:
+    """A cut emoji (`\\ud800` in JSON) cannot be hashed or stored: a clear input error."""
+
+    source = tmp_path / "cut.jsonl"
+    source.write_text('{"id": "ok", "content": "fine"}\n{"id": "x", "content": "cut \\ud800"}\n')
+    targets = read_targets(source)
+    assert next(targets).id == "ok"
+    with pytest.raises(TargetInputError, match=r"line 2: .*lone surrogate \(\\ud800\)"):
+        next(targets)

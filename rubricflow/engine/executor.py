@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable, Mapping
@@ -50,6 +51,7 @@ def as_target(value: Target | Mapping[str, Any] | str) -> Target:
     metadata), or plain text."""
     if isinstance(value, Target):
         return value
+    _refuse_lone_surrogates(value)
     if isinstance(value, str):
         return Target(content=value)
     if isinstance(value, Mapping):
@@ -71,6 +73,20 @@ def as_target(value: Target | Mapping[str, Any] | str) -> Target:
     raise ConfigurationError(
         f"a target is text or a mapping with `content`, got {type(value).__name__}"
     )
+
+
+def _refuse_lone_surrogates(value: Any) -> None:
+    """Text with half of a UTF-16 pair (`\\ud800`, e.g. an emoji cut in two) cannot be
+    hashed, stored or sent to a judge: refuse it up front, saying where."""
+    try:
+        json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")
+    except UnicodeEncodeError as error:
+        bad = error.object[error.start : error.end]
+        shown = "".join(f"\\u{ord(c):04x}" for c in bad)
+        raise ConfigurationError(
+            f"the target holds a lone surrogate ({shown}): half of a character, e.g. an emoji "
+            "cut in two; repair or drop that text"
+        ) from None
 
 
 async def _score_one(
