@@ -121,6 +121,7 @@ class BatchRun:
         #: a store batch being saved, which a cancelled run leaves for close() to wait for
         self._saving: asyncio.Future[None] | None = None
         self._seen: set[str] = set()
+        self._written = output is not None or store is not None or keep
         #: target ids met more than once: the run keeps only the last evaluation of each
         self.repeated: dict[str, None] = {}
         #: every evaluation of this run (earlier sessions' too), when `keep` is set
@@ -234,7 +235,9 @@ class BatchRun:
         for rubric, target in cases:
             if self._stop:
                 return
-            if target.id is not None:
+            # only a run that is written needs this, and a plain stream of a million
+            # targets must not hold a million ids
+            if target.id is not None and self._written:
                 if target.id in self._seen:
                     self.repeated[target.id] = None
                 self._seen.add(target.id)

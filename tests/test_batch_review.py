@@ -181,10 +181,16 @@ def test_duplicate_target_ids_are_named_in_a_warning(work: Path) -> None:
         '{"id": "a", "content": "GOOD"}\n{"id": "a", "content": "bad"}\n'
         '{"content": "GOOD"}\n{"id": "line-3", "content": "GOOD"}\n'
     )
-    done = _cli(["eval", "judged.yaml", "targets.jsonl", "-q", *JUDGE_ARGS], work, _judge_env(work))
+    args = ["eval", "judged.yaml", "targets.jsonl", "-q", "-o", "res.jsonl", *JUDGE_ARGS]
+    done = _cli(args, work, _judge_env(work))
     assert done.returncode == 1, done.stderr
     assert "target id(s) 'a', 'line-3' appear more than once" in done.stderr, done.stderr
     assert "give every target its own id" in done.stderr
+    # a plain stream (nothing written) keeps no ids: a million targets stay flat in memory
+    streamed = _cli(
+        ["eval", "judged.yaml", "targets.jsonl", "-q", *JUDGE_ARGS], work, _judge_env(work)
+    )
+    assert streamed.returncode == 1 and "more than once" not in streamed.stderr
 
 
 # -- interruption ------------------------------------------------------------------------
