@@ -1,6 +1,9 @@
-"""Run benchmark workloads and print a table and JSON: `python -m benchmarks [NAME ...]`.
+"""Run benchmark workloads and print their figures, a table of the bars and JSON:
+`python -m benchmarks [NAME ...] [--quick] [--no-peers] [--json FILE]`.
 
-Every comparison is a ratio measured within one run on one machine.
+Every comparison is a ratio measured within one run on one machine. The peer packages
+(dataknobs-bots, `rubric`) are installed by the workloads that need them into their own
+venvs under `benchmarks/.peers/`, never into rubricflow's environment.
 """
 
 from __future__ import annotations
@@ -11,16 +14,43 @@ import json
 import os
 import platform
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from benchmarks import judge_concurrency, store_throughput, streaming
+from benchmarks import (
+    gate,
+    judge_concurrency,
+    rubric_pkg,
+    scaleout,
+    store_throughput,
+    streaming,
+)
 
-WORKLOADS = {
-    "store": store_throughput.run,
-    "judge": judge_concurrency.run,
-    "cache": judge_concurrency.run_cache,
-    "stream": streaming.run,
+Runner = Callable[[argparse.Namespace], Awaitable[dict[str, Any]]]
+
+WORKLOADS: dict[str, Runner] = {
+    "store": lambda a: store_throughput.run(quick=a.quick),
+    "gate": lambda a: gate.run(quick=a.quick, peers_enabled=a.peers),
+    "judge": lambda a: judge_concurrency.run(quick=a.quick),
+    "rubric-pkg": lambda a: rubric_pkg.run(quick=a.quick, peers_enabled=a.peers),
+    "cache": lambda a: judge_concurrency.run_cache(quick=a.quick),
+    "stream": lambda a: streaming.run(quick=a.quick),
+    "scaleout": lambda a: scaleout.run(quick=a.quick),
 }
+
+# (workload, issue 9 item, figure key, the bar as text, the test of the bar)
+BARS: list[tuple[str, int, str, str, Callable[[Any], bool]]] = [
+    ("gate", 1, "rubricflow / dataknobs speed (bar >= 1.0)", ">= 1.0", lambda v: v >= 1.0),
+    ("gate", 1, "same_outcomes", "true", lambda v: v is True),
+    ("judge", 2, "ratio (bar >= 0.9)", ">= 0.90", lambda v: v >= 0.9),
+    ("rubric-pkg", 3, "speedup (bar >= 5)", ">= 5", lambda v: v >= 5),
+    ("rubric-pkg", 3, "same_scores", "true", lambda v: v is True),
+    ("cache", 4, "second_run_judge_calls (bar 0)", "0", lambda v: v == 0),
+    ("cache", 4, "second / first (bar <= 0.10)", "<= 0.10", lambda v: v <= 0.10),
+    ("stream", 5, "peak_rss_mb (bar < 200)", "< 200 MB", lambda v: v < 200),
+    ("stream", 5, "targets_per_s", "reported", lambda v: v > 0),
+    ("scaleout", 6, "4 / 1 throughput (bar >= 3)", ">= 3", lambda v: v >= 3),
+]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,27 +65,31 @@ def main(argv: list[str] | None = None) -> int:
         default=os.environ.get("RUBRICFLOW_BENCH_QUICK", "") not in ("", "0"),
         help="small sizes for a smoke run (also RUBRICFLOW_BENCH_QUICK=1)",
     )
+    parser.add_argument(
+        "--no-peers",
+        dest="peers",
+        action="store_false",
+        help="rubricflow's side only: no peer venv is made or run (gate, rubric-pkg)",
+    )
     args = parser.parse_args(argv)
     chosen = args.names or list(WORKLOADS)
     unknown = [name for name in chosen if name not in WORKLOADS]
     if unknown:
         parser.error(f"unknown workload {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}")
     results: dict[str, Any] = {
-        "machine": {
-            "python": sys.version.split()[0],
-            "platform": platform.platform(),
-            "cpus": _cpus(),
-            "load_average": _load(),
-        },
+        "machine": machine(),
         "quick": args.quick,
+        "peers": args.peers,
     }
     for name in chosen:
         print(f"== {name}", flush=True)
-        figures = asyncio.run(WORKLOADS[name](quick=args.quick))
+        figures = asyncio.run(WORKLOADS[name](args))
         results[name] = figures
         for key, value in figures.items():
             shown = f"{value:,.3f}" if isinstance(value, float) else str(value)
             print(f"  {key:<48} {shown}")
+    results["bars"] = bars(results)
+    print_table(results["bars"])
     text = json.dumps(results, indent=2)
     print(text)
     if args.json_path:
@@ -64,8 +98,72 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _cpus() -> int:
-    return os.cpu_count() or 1
+def bars(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each bar of the workloads that ran: the figure, the bar and whether it is met."""
+    rows = []
+    for workload, item, key, bar, test in BARS:
+        figures = results.get(workload)
+        if not isinstance(figures, dict):
+            continue
+        value = figures.get(key)
+        rows.append(
+            {
+                "workload": workload,
+                "issue_item": item,
+                "figure": key,
+                "measured": value,
+                "bar": bar,
+                "met": None if value is None else bool(test(value)),
+            }
+        )
+    return rows
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="issue 9 bars")
+    for column in ("#", "workload", "figure", "measured", "bar", "met"):
+        table.add_column(column)
+    for row in rows:
+        value = row["measured"]
+        shown = (
+            "-" if value is None else f"{value:,.3f}" if isinstance(value, float) else str(value)
+        )
+        met = {True: "met", False: "NOT MET", None: "not measured"}[row["met"]]
+        table.add_row(
+            str(row["issue_item"]), row["workload"], row["figure"], shown, row["bar"], met
+        )
+    Console(width=140).print(table)
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpus": os.cpu_count() or 1,
+        "cpu_model": _cpu_model(),
+        "sqlite": _sqlite_version(),
+        "load_average": _load(),
+    }
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _sqlite_version() -> str:
+    import sqlite3
+
+    return sqlite3.sqlite_version
 
 
 def _load() -> list[float] | None:

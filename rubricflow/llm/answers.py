@@ -113,6 +113,23 @@ def _validator(schema_json: str) -> Any:
     return cls(schema)
 
 
+_BY_IDENTITY: dict[int, tuple[Mapping[str, Any], Any]] = {}
+
+
+def _validator_of(schema: Mapping[str, Any]) -> Any:
+    """The validator of `schema`, found by the schema object itself before its text: the
+    answer schemas are module constants, and serialising one to find its validator cost
+    as much as the validation."""
+    known = _BY_IDENTITY.get(id(schema))
+    if known is not None and known[0] is schema:
+        return known[1]
+    validator = _validator(canonical_json(schema))
+    if len(_BY_IDENTITY) >= 256:
+        _BY_IDENTITY.clear()
+    _BY_IDENTITY[id(schema)] = (schema, validator)  # the reference keeps the id unique
+    return validator
+
+
 def _where(path: Any) -> str:
     where = "$"
     for part in path:
@@ -122,7 +139,7 @@ def _where(path: Any) -> str:
 
 def validate_answer(value: Any, schema: Mapping[str, Any]) -> None:
     """Raise `AnswerError` listing (up to five) places where `value` breaks `schema`."""
-    validator = _validator(canonical_json(schema))
+    validator = _validator_of(schema)
     errors = sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
     if not errors:
         return

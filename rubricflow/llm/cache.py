@@ -19,9 +19,9 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from rubricflow.results import canonical_json
 
@@ -51,6 +51,50 @@ class JudgeCache(Protocol):
     async def put(self, key: str, value: str) -> None:
         """Store `value` under `key` (replacing any earlier value)."""
         ...
+
+
+_K = TypeVar("_K", bound=Hashable)
+_V = TypeVar("_V")
+
+
+class _Batch(Generic[_K, _V]):
+    """Items submitted during one turn of the event loop, run together by `work` (a
+    blocking function from the items to their results) in a worker thread."""
+
+    def __init__(self, work: Callable[[Sequence[_K]], Mapping[_K, _V]]) -> None:
+        self._work = work
+        self._waiting: list[tuple[_K, asyncio.Future[_V]]] = []
+        self._running: set[asyncio.Task[None]] = set()
+
+    async def submit(self, item: _K) -> _V:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[_V] = loop.create_future()
+        if not self._waiting:
+            loop.call_soon(self._flush)
+        self._waiting.append((item, future))
+        return await future
+
+    def _flush(self) -> None:
+        batch, self._waiting = self._waiting, []
+        task = asyncio.ensure_future(self._run(batch))
+        self._running.add(task)  # a reference until it is done
+        task.add_done_callback(self._running.discard)
+
+    async def _run(self, batch: list[tuple[_K, asyncio.Future[_V]]]) -> None:
+        try:
+            results = await asyncio.to_thread(self._work, [item for item, _ in batch])
+        except Exception as error:
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(error)
+            return
+        except BaseException:
+            for _, future in batch:
+                future.cancel()
+            raise
+        for item, future in batch:
+            if not future.done():
+                future.set_result(results[item])
 
 
 def default_cache_dir() -> Path:
@@ -106,12 +150,18 @@ class MemoryJudgeCache:
 
 class SQLiteJudgeCache:
     """A SQLite file (stdlib `sqlite3`, run in a worker thread; WAL mode so several
-    processes can share it). The file and its folder are created on first use."""
+    processes can share it). The file and its folder are created on first use.
+
+    Lookups and writes asked for in the same turn of the event loop (the criteria of an
+    evaluation, the targets in flight) go to the worker thread together, one trip and,
+    for writes, one transaction: a trip to the thread costs more than the lookup."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path).expanduser()
         self._connection: sqlite3.Connection | None = None
         self._lock = threading.Lock()
+        self._gets: _Batch[str, str | None] = _Batch(self._get_many)
+        self._puts: _Batch[tuple[str, str], None] = _Batch(self._put_many)
 
     def __repr__(self) -> str:
         return f"SQLiteJudgeCache({str(self.path)!r})"
@@ -140,13 +190,32 @@ class SQLiteJudgeCache:
         return None if row is None else str(row[0])
 
     def _put(self, key: str, value: str) -> None:
+        self._put_many([(key, value)])
+
+    def _get_many(self, keys: Sequence[str]) -> dict[str, str | None]:
+        found: dict[str, str | None] = dict.fromkeys(keys)
+        unique = list(found)
         with self._lock:
             connection = self._connect()
-            connection.execute(
+            for start in range(0, len(unique), 500):
+                chunk = unique[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = connection.execute(
+                    f"SELECT key, value FROM judge_cache WHERE key IN ({marks})", chunk
+                )
+                found.update((str(key), str(value)) for key, value in rows)
+        return found
+
+    def _put_many(self, items: Sequence[tuple[str, str]]) -> dict[tuple[str, str], None]:
+        now = time.time()
+        with self._lock:
+            connection = self._connect()
+            connection.executemany(
                 "INSERT OR REPLACE INTO judge_cache (key, value, created_at) VALUES (?, ?, ?)",
-                (key, value, time.time()),
+                [(key, value, now) for key, value in items],
             )
             connection.commit()
+        return dict.fromkeys(items)
 
     def _stats(self) -> dict[str, Any]:
         with self._lock:
@@ -163,10 +232,10 @@ class SQLiteJudgeCache:
         return int(removed)
 
     async def get(self, key: str) -> str | None:
-        return await asyncio.to_thread(self._get, key)
+        return await self._gets.submit(key)
 
     async def put(self, key: str, value: str) -> None:
-        await asyncio.to_thread(self._put, key, value)
+        await self._puts.submit((key, value))
 
     async def stats(self) -> dict[str, Any]:
         """Path, number of entries and file size."""

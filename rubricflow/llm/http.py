@@ -22,6 +22,7 @@ from rubricflow.llm.base import (
 __all__ = ["HTTPProvider", "normalise_base_url"]
 
 _BODY_SHOWN = 300
+POOL_SHARD = 8
 
 
 def normalise_base_url(url: str, default_scheme: str = "http") -> str:
@@ -49,7 +50,8 @@ class HTTPProvider(LLMProvider):
         self.base_url = normalise_base_url(base_url)
         self._api_key = api_key
         self._transport = transport
-        self._client: httpx.AsyncClient | None = None
+        self._clients: list[httpx.AsyncClient] = []
+        self._busy: list[int] = []
 
     @property
     def endpoint(self) -> str:
@@ -57,28 +59,44 @@ class HTTPProvider(LLMProvider):
 
     def _on_new_loop(self) -> None:
         # an AsyncClient's pool belongs to the loop that opened it; a new loop gets a new one
-        self._client = None
+        self._clients, self._busy = [], []
 
     def client(self) -> httpx.AsyncClient:
-        """The one shared client of this provider (for the current event loop)."""
+        """The least busy of this provider's clients (for the current event loop)."""
+        index = self._pick()  # first: it makes the clients
+        return self._clients[index]
+
+    def _pick(self) -> int:
         self.loop_state()
-        if self._client is None:
-            limits = httpx.Limits(
-                max_connections=self.settings.max_concurrency,
-                max_keepalive_connections=self.settings.max_concurrency,
-            )
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.settings.timeout, connect=self.settings.connect_timeout),
-                limits=limits,
-                transport=self._transport,
-                headers={"user-agent": "rubricflow"},
-                follow_redirects=False,
-            )
-        return self._client
+        if not self._clients:
+            # httpcore's pool rescans all its connections on every request and response
+            # (quadratically), so at high concurrency that bookkeeping outweighs the
+            # request: the connections are spread over clients of at most POOL_SHARD each
+            size = self.settings.max_concurrency
+            shards = -(-size // POOL_SHARD)
+            per_shard = -(-size // shards)
+            limits = httpx.Limits(max_connections=per_shard, max_keepalive_connections=per_shard)
+            # one TLS context for them all: each client would load the CA bundle (~50 ms)
+            tls = httpx.create_ssl_context()
+            self._clients = [
+                httpx.AsyncClient(
+                    timeout=httpx.Timeout(
+                        self.settings.timeout, connect=self.settings.connect_timeout
+                    ),
+                    limits=limits,
+                    verify=tls,
+                    transport=self._transport,
+                    headers={"user-agent": "rubricflow"},
+                    follow_redirects=False,
+                )
+                for _ in range(shards)
+            ]
+            self._busy = [0] * shards
+        return min(range(len(self._busy)), key=self._busy.__getitem__)
 
     async def _close(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
+        clients, self._clients, self._busy = self._clients, [], []
+        for client in clients:
             await client.aclose()
 
     def _headers(self) -> dict[str, str]:
@@ -87,7 +105,9 @@ class HTTPProvider(LLMProvider):
     async def post_json(self, path: str, payload: Mapping[str, Any], timeout: float) -> Any:
         """POST `payload` to base_url + path and return the decoded JSON body; failures
         become `TransportError`s with the right ledger outcome."""
-        client = self.client()
+        index = self._pick()
+        client, busy = self._clients[index], self._busy
+        busy[index] += 1
         url = f"{self.base_url}{path}"
         try:
             response = await client.post(
@@ -111,6 +131,8 @@ class HTTPProvider(LLMProvider):
             raise TransportError(
                 "error", f"{type(error).__name__}: {error} ({self.endpoint})", retryable=False
             ) from None
+        finally:
+            busy[index] -= 1
         status = response.status_code
         if status >= 400:
             raise self._status_error(response)

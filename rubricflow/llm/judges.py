@@ -244,6 +244,8 @@ async def _ask_samples(
     questions = [
         replace(question, sample=index, temperature=temperature) for index in range(samples)
     ]
+    if len(questions) == 1:  # the usual case: no task to gather
+        return [await session.ask(questions[0])]
     return list(await asyncio.gather(*(session.ask(q) for q in questions)))
 
 

@@ -47,6 +47,7 @@ def _environment() -> SandboxedEnvironment:
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        auto_reload=False,  # package templates do not change: no stat per render
         autoescape=False,
         keep_trailing_newline=True,
         finalize=_finalize,
@@ -164,7 +165,7 @@ def build_prompt(
         "bands": any(c["bands"] for c in criteria),
         "reasoning_max_chars": reasoning_max_chars,
     }
-    system = _render("system.j2", rubric_name=rubric.name, **shared)
+    system = _system_prompt(rubric.name, **shared)
     user = _render(
         "user.j2",
         rubric_description=rubric.description or None,
@@ -177,6 +178,12 @@ def build_prompt(
         **shared,
     )
     return system, user
+
+
+@lru_cache(maxsize=256)
+def _system_prompt(rubric_name: str, **shared: Any) -> str:
+    """The system message depends on the task and the rubric's name only: rendered once."""
+    return _render("system.j2", rubric_name=rubric_name, **shared)
 
 
 def render_rubric_template(template: str, target: Target) -> str:

@@ -496,7 +496,7 @@ class LLMSession:
         record = self._record(
             provider, question, prompt_hash, response, latency, attempt, "cached", None
         )
-        return cached, record.model_copy(update={"response_hash": _sha256(text)})
+        return cached, record
 
     async def _store(self, keys: list[str], response: ProviderResponse) -> None:
         if self.cache is None or not keys:

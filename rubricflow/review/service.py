@@ -17,10 +17,11 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from jsonschema import FormatChecker, SchemaError, validators
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from rubricflow.engine.executor import evaluate
 from rubricflow.errors import (
@@ -54,6 +55,22 @@ DEFAULT_LEASE_SECONDS = 300.0
 RETRY_DELAY_SECONDS = 30.0
 MAX_RETRY_DELAY_SECONDS = 3600.0
 INLINE_GRACE_SECONDS = 30.0
+
+
+# what every transition resets unless it says otherwise: the lease and the approval wait
+_RELEASED: dict[str, Any] = {
+    "lease_owner": None,
+    "lease_expires_at": None,
+    "awaiting_approval": False,
+}
+
+
+class _Planned(NamedTuple):
+    """A bound rubric in a review: its version now, and its stored evaluation to reuse."""
+
+    binding: RubricBinding
+    rubric: Rubric
+    reused: Evaluation | None
 
 
 @dataclass
@@ -153,13 +170,12 @@ class ArtifactRegistry:
         artifact_id: str | None = None,
     ) -> Artifact:
         """A new artifact in `draft`, revision 1."""
-        await self.repository.get_type(type_name)
         _check_json(content, "content")
         _check_json(dict(metadata or {}), "metadata")
         new_id = artifact_id or uuid.uuid4().hex
         try:
             async with self.store.database.transaction() as connection:
-                await self.repository.insert(
+                artifact, event = await self.repository.insert(
                     connection,
                     artifact_id=new_id,
                     type_name=type_name,
@@ -169,12 +185,13 @@ class ArtifactRegistry:
                     metadata=dict(metadata or {}),
                 )
         except IntegrityError:
+            # the type (a foreign key) is unknown, or the id is taken
+            await self.repository.get_type(type_name)
             raise ReviewError(
                 f"an artifact {new_id!r} already exists; choose another id, or revise it "
                 f"(`rubricflow artifacts revise {new_id} FILE --reason ...`)"
             ) from None
-        artifact = await self.repository.get(new_id)
-        await self._notify((await self.repository.history(new_id))[-1])
+        await self._notify(event)
         return artifact
 
     async def get(self, artifact_id: str) -> Artifact:
@@ -215,18 +232,40 @@ class ArtifactRegistry:
         new_content: Any = None,
         revise: bool = False,
     ) -> Artifact:
+        written, _ = await self._write(
+            artifact,
+            trigger,
+            actor=actor,
+            reason=reason,
+            evaluation_ids=evaluation_ids,
+            updates=updates,
+            new_content=new_content,
+            revise=revise,
+        )
+        return written
+
+    async def _write(
+        self,
+        artifact: Artifact,
+        trigger: str,
+        *,
+        actor: str,
+        reason: str | None = None,
+        evaluation_ids: Sequence[str] = (),
+        updates: dict[str, Any] | None = None,
+        new_content: Any = None,
+        revise: bool = False,
+        seq: int | None = None,
+    ) -> tuple[Artifact, ArtifactEvent]:
+        """Apply `trigger` in one transaction and announce it: the artifact as written and
+        its event. Raises `ArtifactConflictError` when another writer came first."""
         dest = self.lifecycle.next_state(artifact.id, artifact.status, trigger)
-        fields: dict[str, Any] = {
-            "lease_owner": None,
-            "lease_expires_at": None,
-            "awaiting_approval": False,
-        }
-        fields.update(updates or {})
+        fields: dict[str, Any] = {**_RELEASED, **(updates or {})}
         async with self.store.database.transaction() as connection:
             if revise:
                 fields["revision"] = artifact.revision + 1
                 await self.repository.supersede_revision(connection, artifact.id, artifact.revision)
-                await self.repository.insert_revision(
+                stored, digest = await self.repository.insert_revision(
                     connection,
                     artifact.id,
                     artifact.revision + 1,
@@ -234,7 +273,10 @@ class ArtifactRegistry:
                     actor=actor,
                     reason=reason,
                 )
-            event = await self.repository.write_transition(
+                artifact = artifact.model_copy(
+                    update={"content": json.loads(stored), "content_hash": digest}
+                )
+            written = await self.repository.transition(
                 connection,
                 artifact,
                 trigger=trigger,
@@ -243,9 +285,13 @@ class ArtifactRegistry:
                 reason=reason,
                 evaluation_ids=evaluation_ids,
                 updates=fields,
+                seq=seq,
             )
+            if written is None:
+                raise await self.repository.conflict(connection, artifact, trigger)
+        event, updated = written
         await self._notify(event)
-        return await self.repository.get(artifact.id)
+        return updated, event
 
     async def _notify(self, event: ArtifactEvent) -> None:
         await self.plugins.notify(event.to_dict())
@@ -259,32 +305,59 @@ class ArtifactRegistry:
         Refused before anything changes when the content breaks the type's schema or the
         type binds no rubrics.
         """
-        artifact = await self.repository.get(artifact_id)
-        artifact_type = await self.repository.get_type(artifact.type)
-        self._check_content(artifact, artifact_type)
-        if not artifact_type.rubrics:
-            raise _no_rubrics(artifact_type, artifact_id)
-        for binding in artifact_type.rubrics:
-            await self.store.rubrics.get(binding.rubric_id, binding.version)
-        inline = not defer and artifact_type.auto_review
-        # a review done here is not left for workers to snatch between the submit and the
-        # claim; should this process die in between, workers take it after the grace period
-        queued_at = utcnow() + timedelta(seconds=min(self.lease_seconds, INLINE_GRACE_SECONDS))
-        artifact = await self._apply(
-            artifact,
-            "submit",
-            actor=_named(actor),
-            reason="submitted",
-            updates={"queued_at": queued_at if inline else utcnow()},
-        )
+        async with self.store.database.transaction() as connection:
+            artifact, artifact_type, last_seq, reviewed = await self.repository.get_for_submit(
+                connection, artifact_id
+            )
+            self._check_content(artifact, artifact_type)
+            if not artifact_type.rubrics:
+                raise _no_rubrics(artifact_type, artifact_id)
+            inline = not defer and artifact_type.auto_review
+            if inline:
+                plan = await self._plan(connection, artifact, artifact_type, reviewed)
+            else:
+                for binding in artifact_type.rubrics:
+                    await self.store.rubrics.get(
+                        binding.rubric_id, binding.version, connection=connection
+                    )
+            # a review done here is not left for workers to snatch between the submit and
+            # the claim; should this process die in between, workers take it after the
+            # grace period
+            grace = timedelta(seconds=min(self.lease_seconds, INLINE_GRACE_SECONDS))
+            submitted = await self.repository.transition(
+                connection,
+                artifact,
+                trigger="submit",
+                dest=self.lifecycle.next_state(artifact.id, artifact.status, "submit"),
+                actor=_named(actor),
+                reason="submitted",
+                updates={**_RELEASED, "queued_at": utcnow() + grace if inline else utcnow()},
+                seq=last_seq + 1,
+            )
+            if submitted is None:
+                raise await self.repository.conflict(connection, artifact, "submit")
+        event, artifact = submitted
+        await self._notify(event)
         if not inline:
             return ReviewOutcome(artifact, queued=True, reason="queued for a worker")
+        worker = f"inline-{os.getpid()}"
         try:
-            claimed = await self.claim(artifact.id, worker=f"inline-{os.getpid()}")
-        except (ArtifactConflictError, IllegalTransitionError):
+            # the artifact as just written: its claim needs no second look
+            claimed, started = await self._write(
+                artifact,
+                "start_review",
+                actor=worker,
+                reason="review started",
+                updates={
+                    "lease_owner": worker,
+                    "lease_expires_at": utcnow() + timedelta(seconds=self.lease_seconds),
+                },
+                seq=event.seq + 1,
+            )
+        except ArtifactConflictError:
             current = await self.repository.get(artifact.id)
             return ReviewOutcome(current, queued=True, reason="another worker took the review over")
-        return await self.finish_review(claimed)
+        return await self._finish(claimed, (artifact_type, plan), seq=started.seq + 1)
 
     def _check_content(self, artifact: Artifact, artifact_type: ArtifactType) -> None:
         schema = artifact_type.content_schema
@@ -380,6 +453,16 @@ class ArtifactRegistry:
         expired and another worker took the review over, or a human decided meanwhile,
         `ArtifactConflictError` is raised and nothing but the (reusable) evaluations is
         written."""
+        return await self._finish(artifact)
+
+    async def _finish(
+        self,
+        artifact: Artifact,
+        prepared: tuple[ArtifactType, list[_Planned]] | None = None,
+        seq: int | None = None,
+    ) -> ReviewOutcome:
+        """`finish_review`, given what the caller already read (the type and the plan) and
+        the number of the decision's event when known."""
         if artifact.status != "in_review" or artifact.awaiting_approval:
             raise IllegalTransitionError(
                 artifact.id,
@@ -389,10 +472,10 @@ class ArtifactRegistry:
             )
         heartbeat = asyncio.create_task(self._keep_lease(artifact))
         try:
-            artifact_type = await self.repository.get_type(artifact.type)
-            if not artifact_type.rubrics:  # unbound after it was queued: never approve it
-                raise _no_rubrics(artifact_type, artifact.id)
-            evaluations = await self._evaluate_all(artifact, artifact_type)
+            if prepared is None:
+                prepared = await self._prepare(artifact)
+            artifact_type, plan = prepared
+            results, unsaved = await self._evaluate_all(artifact, artifact_type, plan)
         except Exception as error:  # the review could not finish: never strand the artifact
             reason = f"review could not finish: {type(error).__name__}: {error}"
             return ReviewOutcome(await self._release(artifact, reason), reason=reason)
@@ -400,7 +483,41 @@ class ArtifactRegistry:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
-        return await self._decide(artifact, artifact_type, evaluations)
+        return await self._decide(artifact, artifact_type, results, unsaved, seq)
+
+    async def _prepare(self, artifact: Artifact) -> tuple[ArtifactType, list[_Planned]]:
+        """The artifact's type and review plan, read together."""
+        async with self.store.database.read() as connection:
+            artifact_type = await self.repository.get_type(artifact.type, connection)
+            if not artifact_type.rubrics:  # unbound after it was queued: never approve it
+                raise _no_rubrics(artifact_type, artifact.id)
+            return artifact_type, await self._plan(connection, artifact, artifact_type)
+
+    async def _plan(
+        self,
+        connection: AsyncConnection,
+        artifact: Artifact,
+        artifact_type: ArtifactType,
+        reviewed: bool = True,
+    ) -> list[_Planned]:
+        """Each bound rubric (its version now) with the complete evaluation of this
+        revision already stored for it, if any: reused, so a restarted review never
+        evaluates a (revision, rubric version) into the record twice; an incomplete one
+        is evaluated again (its retry is the point). `reviewed=False`: the caller knows
+        none is stored."""
+        found = (
+            await self.repository.reviewed(connection, artifact.id, artifact.revision)
+            if reviewed
+            else []
+        )
+        stored = {(e.rubric_id, e.rubric_version): e for e in found}
+        plan = []
+        for binding in artifact_type.rubrics:
+            rubric = await self.store.rubrics.get(
+                binding.rubric_id, binding.version, connection=connection
+            )
+            plan.append(_Planned(binding, rubric, stored.get((rubric.id, rubric.version))))
+        return plan
 
     async def _keep_lease(self, artifact: Artifact) -> None:
         """While this process is alive and reviewing, push the lease forward every third
@@ -462,41 +579,40 @@ class ArtifactRegistry:
                 updates=updates,
             )
         except ArtifactConflictError:
-            current = await self.repository.get(artifact.id)
-            raise ArtifactConflictError(
-                f"the review of artifact {artifact.id!r} by {artifact.lease_owner} was "
-                f"overtaken (it is now {current.status}, version {current.version}: its lease "
-                "expired and another worker took it over, or a human decided); its "
-                f"{trigger!r} was not applied"
-            ) from None
+            raise await self._overtaken(artifact, trigger) from None
+
+    async def _overtaken(self, artifact: Artifact, trigger: str) -> ArtifactConflictError:
+        current = await self.repository.get(artifact.id)
+        return ArtifactConflictError(
+            f"the review of artifact {artifact.id!r} by {artifact.lease_owner} was "
+            f"overtaken (it is now {current.status}, version {current.version}: its lease "
+            "expired and another worker took it over, or a human decided); its "
+            f"{trigger!r} was not applied"
+        )
 
     async def _evaluate_all(
-        self, artifact: Artifact, artifact_type: ArtifactType
-    ) -> list[tuple[RubricBinding, Evaluation]]:
-        async def one(binding: RubricBinding) -> tuple[RubricBinding, Evaluation]:
-            rubric = await self.store.rubrics.get(binding.rubric_id, binding.version)
-            return binding, await self._evaluate(artifact, artifact_type, rubric)
+        self, artifact: Artifact, artifact_type: ArtifactType, plan: list[_Planned]
+    ) -> tuple[list[tuple[RubricBinding, Evaluation]], list[Evaluation]]:
+        """Every bound rubric's evaluation of this revision, and those of them not stored
+        yet. Each new evaluation is stored as soon as it is made, so a review that dies
+        midway leaves them for the next to reuse; a review with one evaluation to make
+        leaves it to `_decide`, which stores it in the decision's own transaction."""
+        store_now = sum(1 for item in plan if item.reused is None) > 1
 
-        return list(await asyncio.gather(*(one(b) for b in artifact_type.rubrics)))
+        async def one(item: _Planned) -> tuple[RubricBinding, Evaluation, bool]:
+            if item.reused is not None:
+                return item.binding, item.reused, True
+            evaluation = await self._evaluate(artifact, artifact_type, item.rubric)
+            if not store_now:
+                return item.binding, evaluation, False
+            return item.binding, await self._save(evaluation, artifact), True
+
+        done = await asyncio.gather(*(one(item) for item in plan))
+        return [(b, e) for b, e, _ in done], [e for _, e, saved in done if not saved]
 
     async def _evaluate(
         self, artifact: Artifact, artifact_type: ArtifactType, rubric: Rubric
     ) -> Evaluation:
-        """One rubric's evaluation of this revision: reused when already stored complete,
-        so a restarted review never evaluates a (revision, rubric version) into the record
-        twice; an incomplete one is evaluated again (its retry is the point)."""
-        existing = await self.store.evaluations.query(
-            EvaluationFilter(
-                artifact_id=artifact.id,
-                revision=artifact.revision,
-                rubric_id=rubric.id,
-                rubric_version=rubric.version,
-            ),
-            limit=100,
-        )
-        for stored in existing:
-            if stored.verdict != "incomplete":
-                return stored
         target = Target(
             id=artifact.id,
             content=artifact.content,
@@ -506,28 +622,32 @@ class ArtifactRegistry:
                 **artifact.metadata,
             },
         )
-        evaluation = await evaluate(
+        return await evaluate(
             rubric,
             target,
             plugins=self.plugins,
             threshold=artifact_type.approval_threshold,
             **self.evaluate_options,
         )
-        stored = await self.store.evaluations.save_for_review(
-            evaluation, artifact_id=artifact.id, revision=artifact.revision
-        )
-        return stored
 
     async def _decide(
         self,
         artifact: Artifact,
         artifact_type: ArtifactType,
         results: list[tuple[RubricBinding, Evaluation]],
+        unsaved: list[Evaluation],
+        seq: int | None = None,
     ) -> ReviewOutcome:
-        evaluations = [evaluation for _, evaluation in results]
-        ids = [evaluation.id for evaluation in evaluations]
-        incomplete = [e for e in evaluations if e.verdict == "incomplete"]
-        if incomplete:
+        """Store the evaluations not stored yet and commit the outcome, in one transaction.
+        The outcome is decided on the evaluations as stored (another reviewer's, when it
+        stored one for the same revision and rubric version first). When the artifact is
+        no longer as claimed the evaluations are still committed and
+        `ArtifactConflictError` is raised."""
+        if any(e.verdict == "incomplete" for _, e in results):
+            stored = {id(e): await self._save(e, artifact) for e in unsaved}
+            results = [(b, stored.get(id(e), e)) for b, e in results]
+            evaluations = [evaluation for _, evaluation in results]
+            incomplete = [e for e in evaluations if e.verdict == "incomplete"]
             names = ", ".join(f"{e.rubric_id}@{e.rubric_version}" for e in incomplete)
             reason = (
                 f"review incomplete: {names} could not score every criterion "
@@ -535,31 +655,34 @@ class ArtifactRegistry:
             )
             released = await self._release(artifact, reason, [e.id for e in incomplete])
             return ReviewOutcome(released, evaluations, reason=reason)
-        blocking = [e for b, e in results if b.blocking and not e.passed]
-        failed = [e for e in evaluations if not e.passed]
-        if blocking:
-            names = ", ".join(f"{e.rubric_id}@{e.rubric_version}" for e in blocking)
-            reason = f"blocking rubric failed: {names}"
-            trigger = "reject"
-        elif failed:
-            names = ", ".join(f"{e.rubric_id}@{e.rubric_version}" for e in failed)
-            reason = f"revision needed: {names} did not pass; see the feedback"
-            trigger = "request_revision"
-        elif artifact_type.requires_approval:
-            reason = "every rubric passed; waiting for a human to approve"
-            waiting = await self._commit_decision(
+        async with self.store.database.transaction() as connection:
+            stored = {id(e): await self._save(e, artifact, connection) for e in unsaved}
+            results = [(b, stored.get(id(e), e)) for b, e in results]
+            trigger, reason, updates = _outcome(artifact_type, results)
+            evaluations = [evaluation for _, evaluation in results]
+            written = await self.repository.transition(
+                connection,
                 artifact,
-                "await_approval",
+                trigger=trigger,
+                dest=self.lifecycle.next_state(artifact.id, artifact.status, trigger),
+                actor=SYSTEM_ACTOR,
                 reason=reason,
-                evaluation_ids=ids,
-                updates={"awaiting_approval": True},
+                evaluation_ids=[e.id for e in evaluations],
+                updates={**_RELEASED, **updates},
+                seq=seq,
             )
-            return ReviewOutcome(waiting, evaluations, reason=reason)
-        else:
-            reason = "every rubric passed"
-            trigger = "approve"
-        decided = await self._commit_decision(artifact, trigger, reason=reason, evaluation_ids=ids)
+        if written is None:
+            raise await self._overtaken(artifact, trigger)
+        event, decided = written
+        await self._notify(event)
         return ReviewOutcome(decided, evaluations, reason=reason)
+
+    async def _save(
+        self, evaluation: Evaluation, artifact: Artifact, connection: AsyncConnection | None = None
+    ) -> Evaluation:
+        return await self.store.evaluations.save_for_review(
+            evaluation, artifact_id=artifact.id, revision=artifact.revision, connection=connection
+        )
 
     # --- human decisions and edits -------------------------------------------------------
     async def approve(self, artifact_id: str, *, actor: str, reason: str) -> Artifact:
@@ -604,6 +727,25 @@ class ArtifactRegistry:
     async def archive(self, artifact_id: str, *, actor: str, reason: str | None = None) -> Artifact:
         artifact = await self.repository.get(artifact_id)
         return await self._apply(artifact, "archive", actor=_named(actor), reason=reason)
+
+
+def _outcome(
+    artifact_type: ArtifactType, results: list[tuple[RubricBinding, Evaluation]]
+) -> tuple[str, str, dict[str, Any]]:
+    """The trigger, reason and field updates a review with complete evaluations ends in."""
+    evaluations = [evaluation for _, evaluation in results]
+    blocking = [e for b, e in results if b.blocking and not e.passed]
+    failed = [e for e in evaluations if not e.passed]
+    if blocking:
+        names = ", ".join(f"{e.rubric_id}@{e.rubric_version}" for e in blocking)
+        return "reject", f"blocking rubric failed: {names}", {}
+    if failed:
+        names = ", ".join(f"{e.rubric_id}@{e.rubric_version}" for e in failed)
+        return "request_revision", f"revision needed: {names} did not pass; see the feedback", {}
+    if artifact_type.requires_approval:
+        reason = "every rubric passed; waiting for a human to approve"
+        return "await_approval", reason, {"awaiting_approval": True}
+    return "approve", "every rubric passed", {}
 
 
 def _no_rubrics(artifact_type: ArtifactType, artifact_id: str) -> ReviewError:

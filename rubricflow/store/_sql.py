@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
@@ -17,9 +18,14 @@ def utcnow() -> datetime:
 
 
 def insert_ignoring_duplicates(connection: AsyncConnection, table: sa.Table) -> Any:
-    """INSERT ... ON CONFLICT DO NOTHING, in the connection's dialect."""
-    dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
-    return dialect.insert(table).on_conflict_do_nothing()
+    """INSERT ... ON CONFLICT DO NOTHING, in the connection's dialect (one statement per
+    dialect and table, built once; give the values as execution parameters or `.values`)."""
+    return _ignoring_duplicates(connection.dialect.name == "postgresql", table)
+
+
+@cache
+def _ignoring_duplicates(postgres: bool, table: sa.Table) -> Any:
+    return (postgresql if postgres else sqlite).insert(table).on_conflict_do_nothing()
 
 
 def as_utc(value: datetime) -> datetime:

@@ -11,14 +11,14 @@ import hashlib
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from rubricflow.errors import ArtifactConflictError, NotFoundError
-from rubricflow.results import canonical_json
+from rubricflow.results import Evaluation, canonical_json
 from rubricflow.store._sql import as_utc, utcnow
 from rubricflow.store.database import Database
 from rubricflow.store.tables import (
@@ -26,6 +26,7 @@ from rubricflow.store.tables import (
     ArtifactRevisionRow,
     ArtifactRow,
     ArtifactTypeRow,
+    EvaluationRow,
 )
 
 __all__ = [
@@ -40,6 +41,50 @@ _types = ArtifactTypeRow.__table__  # type: ignore[attr-defined]
 _artifacts = ArtifactRow.__table__  # type: ignore[attr-defined]
 _revisions = ArtifactRevisionRow.__table__  # type: ignore[attr-defined]
 _events = ArtifactEventRow.__table__  # type: ignore[attr-defined]
+_evaluations = EvaluationRow.__table__  # type: ignore[attr-defined]
+
+# The statements a review runs, built once with bound parameters: building a statement
+# with its values (and its cache key) on every call costs more than SQLite running it.
+_TYPE_DOCUMENT = sa.select(_types.c.document).where(_types.c.name == sa.bindparam("name"))
+_CURRENT = sa.select(_artifacts, _revisions.c.content, _revisions.c.content_hash).join(
+    _revisions,
+    (_revisions.c.artifact_id == _artifacts.c.id)
+    & (_revisions.c.revision == _artifacts.c.revision),
+)
+_GET = _CURRENT.where(_artifacts.c.id == sa.bindparam("artifact_id"))
+# an artifact with its type's document, the number of its latest event and whether its
+# revision has complete evaluations stored, in one read
+_SUBMITTING = (
+    _CURRENT.add_columns(
+        _types.c.document.label("type_document"),
+        sa.select(sa.func.coalesce(sa.func.max(_events.c.seq), 0))
+        .where(_events.c.artifact_id == _artifacts.c.id)
+        .scalar_subquery()
+        .label("last_seq"),
+        sa.exists()
+        .where(
+            _evaluations.c.artifact_id == _artifacts.c.id,
+            _evaluations.c.revision == _artifacts.c.revision,
+            _evaluations.c.verdict != "incomplete",
+        )
+        .label("reviewed"),
+    )
+    .join(_types, _types.c.name == _artifacts.c.type)
+    .where(_artifacts.c.id == sa.bindparam("artifact_id"))
+)
+# the SET clause comes from the parameters' column names
+_TRANSITION = _artifacts.update().where(
+    _artifacts.c.id == sa.bindparam("match_id"),
+    _artifacts.c.version == sa.bindparam("match_version"),
+)
+_LAST_SEQ = sa.select(sa.func.coalesce(sa.func.max(_events.c.seq), 0)).where(
+    _events.c.artifact_id == sa.bindparam("artifact_id")
+)
+_REVIEWED = sa.select(_evaluations.c.document).where(
+    _evaluations.c.artifact_id == sa.bindparam("artifact_id"),
+    _evaluations.c.revision == sa.bindparam("revision"),
+    _evaluations.c.verdict != "incomplete",
+)
 
 
 class RubricBinding(BaseModel):
@@ -123,6 +168,16 @@ class ArtifactEvent(BaseModel):
         return self.model_dump(mode="json")
 
 
+class Submitting(NamedTuple):
+    """An artifact about to be submitted: its type, the number of its latest event, and
+    whether complete evaluations of its current revision are stored."""
+
+    artifact: Artifact
+    artifact_type: ArtifactType
+    last_seq: int
+    reviewed: bool
+
+
 def content_hash(content: Any) -> str:
     text = content if isinstance(content, str) else canonical_json(content)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -150,11 +205,11 @@ class ArtifactRepository:
                     )
                 )
 
-    async def get_type(self, name: str) -> ArtifactType:
-        async with self.database.transaction() as connection:
-            row = (
-                await connection.execute(sa.select(_types.c.document).where(_types.c.name == name))
-            ).first()
+    async def get_type(self, name: str, connection: AsyncConnection | None = None) -> ArtifactType:
+        if connection is None:
+            async with self.database.read() as own:
+                return await self.get_type(name, own)
+        row = (await connection.execute(_TYPE_DOCUMENT, {"name": name})).first()
         if row is None:
             raise NotFoundError(
                 f"no artifact type {name!r}; define it with "
@@ -163,7 +218,7 @@ class ArtifactRepository:
         return ArtifactType.model_validate_json(row.document)
 
     async def list_types(self) -> list[ArtifactType]:
-        async with self.database.transaction() as connection:
+        async with self.database.read() as connection:
             rows = (
                 await connection.execute(sa.select(_types.c.document).order_by(_types.c.name))
             ).all()
@@ -180,27 +235,31 @@ class ArtifactRepository:
         actor: str,
         title: str | None,
         metadata: dict[str, Any],
-    ) -> None:
+    ) -> tuple[Artifact, ArtifactEvent]:
+        """Insert a new artifact (draft, revision 1) and its `create` event; returns both as
+        written, so the caller need not read them back."""
         now = utcnow()
+        metadata_json = json.dumps(metadata, ensure_ascii=False)
         await connection.execute(
-            _artifacts.insert().values(
-                id=artifact_id,
-                type=type_name,
-                status="draft",
-                revision=1,
-                version=1,
-                title=title,
-                metadata_json=json.dumps(metadata, ensure_ascii=False),
-                created_by=actor,
-                created_at=now,
-                updated_at=now,
-                awaiting_approval=False,
-            )
+            _artifacts.insert(),
+            {
+                "id": artifact_id,
+                "type": type_name,
+                "status": "draft",
+                "revision": 1,
+                "version": 1,
+                "title": title,
+                "metadata_json": metadata_json,
+                "created_by": actor,
+                "created_at": now,
+                "updated_at": now,
+                "awaiting_approval": False,
+            },
         )
-        await self.insert_revision(
+        stored, digest = await self.insert_revision(
             connection, artifact_id, 1, content, actor=actor, reason="created"
         )
-        await self.append_event(
+        event = await self.append_event(
             connection,
             artifact_id=artifact_id,
             revision=1,
@@ -210,7 +269,23 @@ class ArtifactRepository:
             actor=actor,
             reason=None,
             evaluation_ids=(),
+            seq=1,  # the artifact row was just inserted: it has no events yet
         )
+        artifact = Artifact(
+            id=artifact_id,
+            type=type_name,
+            status="draft",
+            revision=1,
+            version=1,
+            content=json.loads(stored),
+            content_hash=digest,
+            title=title,
+            metadata=json.loads(metadata_json),
+            created_by=actor,
+            created_at=now,
+            updated_at=now,
+        )
+        return artifact, event
 
     async def insert_revision(
         self,
@@ -221,19 +296,24 @@ class ArtifactRepository:
         *,
         actor: str,
         reason: str | None,
-    ) -> None:
+    ) -> tuple[str, str]:
+        """Store a revision's content; returns (the stored JSON text, the content hash)."""
+        stored = json.dumps(content, ensure_ascii=False)
+        digest = content_hash(content)
         await connection.execute(
-            _revisions.insert().values(
-                artifact_id=artifact_id,
-                revision=revision,
-                content=json.dumps(content, ensure_ascii=False),
-                content_hash=content_hash(content),
-                reason=reason,
-                actor=actor,
-                status="current",
-                created_at=utcnow(),
-            )
+            _revisions.insert(),
+            {
+                "artifact_id": artifact_id,
+                "revision": revision,
+                "content": stored,
+                "content_hash": digest,
+                "reason": reason,
+                "actor": actor,
+                "status": "current",
+                "created_at": utcnow(),
+            },
         )
+        return stored, digest
 
     async def supersede_revision(
         self, connection: AsyncConnection, artifact_id: str, revision: int
@@ -256,14 +336,13 @@ class ArtifactRepository:
         actor: str,
         reason: str | None,
         evaluation_ids: Sequence[str],
+        seq: int | None = None,
     ) -> ArtifactEvent:
-        seq = (
-            await connection.execute(
-                sa.select(sa.func.coalesce(sa.func.max(_events.c.seq), 0)).where(
-                    _events.c.artifact_id == artifact_id
-                )
-            )
-        ).scalar_one() + 1
+        """Append the artifact's next event: number `seq` when the caller knows it, else
+        one past the highest stored (the unique (artifact, seq) key refuses a wrong guess)."""
+        if seq is None:
+            last = await connection.execute(_LAST_SEQ, {"artifact_id": artifact_id})
+            seq = last.scalar_one() + 1
         event = ArtifactEvent(
             artifact_id=artifact_id,
             seq=seq,
@@ -278,7 +357,7 @@ class ArtifactRepository:
         )
         row = event.model_dump()
         row["evaluation_ids"] = json.dumps(list(event.evaluation_ids))
-        await connection.execute(_events.insert().values(**row))
+        await connection.execute(_events.insert(), row)
         return event
 
     async def write_transition(
@@ -297,6 +376,41 @@ class ArtifactRepository:
 
         Raises `ArtifactConflictError` when another writer changed it since it was read.
         """
+        written = await self.transition(
+            connection,
+            artifact,
+            trigger=trigger,
+            dest=dest,
+            actor=actor,
+            reason=reason,
+            evaluation_ids=evaluation_ids,
+            updates=updates,
+        )
+        if written is None:
+            raise await self.conflict(connection, artifact, trigger)
+        return written[0]
+
+    async def transition(
+        self,
+        connection: AsyncConnection,
+        artifact: Artifact,
+        *,
+        trigger: str,
+        dest: str,
+        actor: str,
+        reason: str | None = None,
+        evaluation_ids: Sequence[str] = (),
+        updates: dict[str, Any] | None = None,
+        seq: int | None = None,
+    ) -> tuple[ArtifactEvent, Artifact] | None:
+        """`write_transition` that returns the event and the artifact as written (content
+        as in `artifact`: a new revision's content must be read back), or None, having
+        written nothing, when another writer changed the artifact since it was read.
+
+        `seq` is the new event's number when the caller knows it: one past the event that
+        left the artifact at the version it holds (every transition bumps the version and
+        appends one event in the same transaction, so a matching version means no event
+        came in between)."""
         values: dict[str, Any] = {
             "status": dest,
             "version": artifact.version + 1,
@@ -305,25 +419,11 @@ class ArtifactRepository:
         }
         values.update(updates or {})
         done = await connection.execute(
-            _artifacts.update()
-            .where(_artifacts.c.id == artifact.id, _artifacts.c.version == artifact.version)
-            .values(**values)
+            _TRANSITION, {**values, "match_id": artifact.id, "match_version": artifact.version}
         )
         if done.rowcount != 1:
-            current = (
-                await connection.execute(
-                    sa.select(_artifacts.c.status, _artifacts.c.version).where(
-                        _artifacts.c.id == artifact.id
-                    )
-                )
-            ).first()
-            now = f"now {current.status}, version {current.version}" if current else "now gone"
-            raise ArtifactConflictError(
-                f"artifact {artifact.id!r} was changed by another writer while {trigger!r} "
-                f"was being applied (read at version {artifact.version}, {now}); "
-                "reload it and retry"
-            )
-        return await self.append_event(
+            return None
+        event = await self.append_event(
             connection,
             artifact_id=artifact.id,
             revision=values.get("revision", artifact.revision),
@@ -333,6 +433,26 @@ class ArtifactRepository:
             actor=actor,
             reason=reason,
             evaluation_ids=evaluation_ids,
+            seq=seq,
+        )
+        return event, artifact.model_copy(update=values)
+
+    async def conflict(
+        self, connection: AsyncConnection, artifact: Artifact, trigger: str
+    ) -> ArtifactConflictError:
+        """The error for a `trigger` that lost the race for `artifact`, naming its state now."""
+        current = (
+            await connection.execute(
+                sa.select(_artifacts.c.status, _artifacts.c.version).where(
+                    _artifacts.c.id == artifact.id
+                )
+            )
+        ).first()
+        now = f"now {current.status}, version {current.version}" if current else "now gone"
+        return ArtifactConflictError(
+            f"artifact {artifact.id!r} was changed by another writer while {trigger!r} "
+            f"was being applied (read at version {artifact.version}, {now}); "
+            "reload it and retry"
         )
 
     async def renew_lease(self, artifact: Artifact, expires_at: datetime) -> bool:
@@ -352,24 +472,28 @@ class ArtifactRepository:
 
     async def get(self, artifact_id: str, connection: AsyncConnection | None = None) -> Artifact:
         if connection is None:
-            async with self.database.transaction() as own:
+            async with self.database.read() as own:
                 return await self.get(artifact_id, own)
-        row = (
-            await connection.execute(
-                sa.select(_artifacts, _revisions.c.content, _revisions.c.content_hash)
-                .join(
-                    _revisions,
-                    (_revisions.c.artifact_id == _artifacts.c.id)
-                    & (_revisions.c.revision == _artifacts.c.revision),
-                )
-                .where(_artifacts.c.id == artifact_id)
-            )
-        ).first()
+        row = (await connection.execute(_GET, {"artifact_id": artifact_id})).first()
         if row is None:
             raise NotFoundError(
                 f"no artifact {artifact_id!r}; `rubricflow artifacts list` shows them"
             )
         return _artifact(row)
+
+    async def get_for_submit(self, connection: AsyncConnection, artifact_id: str) -> Submitting:
+        """The artifact with what submitting it needs to know, read at once."""
+        row = (await connection.execute(_SUBMITTING, {"artifact_id": artifact_id})).first()
+        if row is None:
+            raise NotFoundError(
+                f"no artifact {artifact_id!r}; `rubricflow artifacts list` shows them"
+            )
+        return Submitting(
+            _artifact(row),
+            ArtifactType.model_validate_json(row.type_document),
+            int(row.last_seq),
+            bool(row.reviewed),
+        )
 
     async def list_artifacts(
         self,
@@ -379,11 +503,7 @@ class ArtifactRepository:
         limit: int = 50,
         offset: int = 0,
     ) -> list[Artifact]:
-        query = sa.select(_artifacts, _revisions.c.content, _revisions.c.content_hash).join(
-            _revisions,
-            (_revisions.c.artifact_id == _artifacts.c.id)
-            & (_revisions.c.revision == _artifacts.c.revision),
-        )
+        query = _CURRENT
         if type_name is not None:
             query = query.where(_artifacts.c.type == type_name)
         if status is not None:
@@ -393,18 +513,18 @@ class ArtifactRepository:
             .limit(limit)
             .offset(offset)
         )
-        async with self.database.transaction() as connection:
+        async with self.database.read() as connection:
             return [_artifact(row) for row in await connection.execute(query)]
 
     async def count(self, *, status: str | None = None) -> int:
         query = sa.select(sa.func.count()).select_from(_artifacts)
         if status is not None:
             query = query.where(_artifacts.c.status == status)
-        async with self.database.transaction() as connection:
+        async with self.database.read() as connection:
             return int((await connection.execute(query)).scalar_one())
 
     async def history(self, artifact_id: str) -> list[ArtifactEvent]:
-        async with self.database.transaction() as connection:
+        async with self.database.read() as connection:
             rows = (
                 await connection.execute(
                     sa.select(_events)
@@ -424,6 +544,16 @@ class ArtifactRepository:
             )
             for row in rows
         ]
+
+    async def reviewed(
+        self, connection: AsyncConnection, artifact_id: str, revision: int
+    ) -> list[Evaluation]:
+        """The complete evaluations stored for one revision of the artifact (at most one
+        per rubric version), for a review to reuse instead of evaluating again."""
+        rows = await connection.execute(
+            _REVIEWED, {"artifact_id": artifact_id, "revision": revision}
+        )
+        return [Evaluation.model_validate_json(row.document) for row in rows]
 
     async def claimable(
         self, connection: AsyncConnection, *, now: datetime, limit: int = 1

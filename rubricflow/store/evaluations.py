@@ -218,33 +218,45 @@ class EvaluationStore:
             return sorted(row.id for row in rows)
 
     async def save_for_review(
-        self, evaluation: Evaluation, *, artifact_id: str, revision: int
+        self,
+        evaluation: Evaluation,
+        *,
+        artifact_id: str,
+        revision: int,
+        connection: Any = None,
     ) -> Evaluation:
         """Store a review's evaluation of one artifact revision under one rubric version:
         at most one complete evaluation each (when another reviewer stored one first, that
-        one is returned); incomplete attempts are all kept, for the record."""
-        row, criteria, calls = _rows(StoredEvaluation(evaluation, artifact_id, revision))
-        async with self.database.transaction() as connection:
-            inserted = await connection.execute(
-                insert_ignoring_duplicates(connection, _evaluations).values(**row)
-            )
-            if inserted.rowcount == 1:
-                if criteria:
-                    await connection.execute(_criteria.insert(), criteria)
-                if calls:
-                    await connection.execute(_calls.insert(), calls)
-                return evaluation
-            existing = (
-                await connection.execute(
-                    sa.select(_evaluations.c.document).where(
-                        _evaluations.c.artifact_id == artifact_id,
-                        _evaluations.c.revision == revision,
-                        _evaluations.c.rubric_id == evaluation.rubric_id,
-                        _evaluations.c.rubric_version == evaluation.rubric_version,
-                        _evaluations.c.verdict != "incomplete",
-                    )
+        one is returned); incomplete attempts are all kept, for the record.
+
+        `connection` (an `AsyncConnection` in a transaction) writes it in the caller's
+        transaction, e.g. with the review's decision; by default it gets its own."""
+        if connection is None:
+            async with self.database.transaction() as own:
+                return await self.save_for_review(
+                    evaluation, artifact_id=artifact_id, revision=revision, connection=own
                 )
-            ).first()
+        row, criteria, calls = _rows(StoredEvaluation(evaluation, artifact_id, revision))
+        inserted = await connection.execute(
+            insert_ignoring_duplicates(connection, _evaluations), row
+        )
+        if inserted.rowcount == 1:
+            if criteria:
+                await connection.execute(_criteria.insert(), criteria)
+            if calls:
+                await connection.execute(_calls.insert(), calls)
+            return evaluation
+        existing = (
+            await connection.execute(
+                sa.select(_evaluations.c.document).where(
+                    _evaluations.c.artifact_id == artifact_id,
+                    _evaluations.c.revision == revision,
+                    _evaluations.c.rubric_id == evaluation.rubric_id,
+                    _evaluations.c.rubric_version == evaluation.rubric_version,
+                    _evaluations.c.verdict != "incomplete",
+                )
+            )
+        ).first()
         if existing is None:
             raise NotFoundError(f"evaluation {evaluation.id!r} was neither stored nor found")
         return Evaluation.model_validate_json(existing.document)

@@ -33,6 +33,15 @@ __all__ = ["RegisteredRubric", "RubricRegistry", "RubricVersionInfo"]
 
 _rubrics = RubricRow.__table__  # type: ignore[attr-defined]
 _versions = RubricVersionRow.__table__  # type: ignore[attr-defined]
+# every version of the rubrics not deleted (built once: `get` runs it on every review)
+_LIVE_VERSIONS = (
+    sa.select(_versions.c.rubric_id, _versions.c.version, _versions.c.document)
+    .join(_rubrics, _rubrics.c.rubric_id == _versions.c.rubric_id)
+    .where(_rubrics.c.deleted_at.is_(None))
+)
+_LIVE_VERSIONS_OF = _LIVE_VERSIONS.where(
+    _versions.c.rubric_id.in_(sa.bindparam("ids", expanding=True))
+)
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,23 @@ class RubricVersionInfo:
 
 def _document(rubric: Rubric) -> str:
     return json.dumps(rubric.to_dict(), sort_keys=True, ensure_ascii=False)
+
+
+_PARSED_MAX = 256
+_parsed: dict[str, Rubric] = {}
+
+
+def _parsed_document(document: str) -> Rubric:
+    """The rubric a stored document holds. A stored version never changes and a `Rubric` is
+    frozen, so the parse (JSON Schemas checked, templates compiled: milliseconds) is done
+    once per document text and the result shared."""
+    rubric = _parsed.get(document)
+    if rubric is None:
+        rubric = parse_rubric(json.loads(document))
+        if len(_parsed) >= _PARSED_MAX:
+            _parsed.pop(next(iter(_parsed)))
+        _parsed[document] = rubric
+    return rubric
 
 
 class RubricRegistry:
@@ -160,24 +186,32 @@ class RubricRegistry:
         loaded = load_document(config, format=format, source="<config>", plugins=plugins)
         return await self.register_many(loaded.rubrics, source_format=loaded.format)
 
-    async def get(self, rubric_id: str, version: str | None = None) -> Rubric:
+    async def get(
+        self,
+        rubric_id: str,
+        version: str | None = None,
+        *,
+        connection: AsyncConnection | None = None,
+    ) -> Rubric:
         """The highest version of `rubric_id` (not deleted), or exactly `version` (even if
         the rubric was deleted: old versions stay readable for audit)."""
-        async with self.database.transaction() as connection:
-            if version is not None:
-                row = (
-                    await connection.execute(
-                        sa.select(_versions.c.document).where(
-                            _versions.c.rubric_id == rubric_id, _versions.c.version == version
-                        )
+        if connection is None:
+            async with self.database.read() as own:
+                return await self.get(rubric_id, version, connection=own)
+        if version is not None:
+            row = (
+                await connection.execute(
+                    sa.select(_versions.c.document).where(
+                        _versions.c.rubric_id == rubric_id, _versions.c.version == version
                     )
-                ).first()
-                if row is None:
-                    known = await self._versions_of(connection, rubric_id)
-                    hint = f"stored versions: {', '.join(known)}" if known else "no such rubric"
-                    raise NotFoundError(f"rubric {rubric_id!r} has no version {version} ({hint})")
-                return parse_rubric(json.loads(row.document))
-            latest = await self._latest(connection, [rubric_id])
+                )
+            ).first()
+            if row is None:
+                known = await self._versions_of(connection, rubric_id)
+                hint = f"stored versions: {', '.join(known)}" if known else "no such rubric"
+                raise NotFoundError(f"rubric {rubric_id!r} has no version {version} ({hint})")
+            return _parsed_document(row.document)
+        latest = await self._latest(connection, [rubric_id])
         if rubric_id not in latest:
             raise NotFoundError(
                 f"no rubric {rubric_id!r} is registered (or it was deleted); "
@@ -251,19 +285,16 @@ class RubricRegistry:
     async def _latest(
         self, connection: AsyncConnection, ids: list[str] | None
     ) -> dict[str, Rubric]:
-        query = (
-            sa.select(_versions.c.rubric_id, _versions.c.version, _versions.c.document)
-            .join(_rubrics, _rubrics.c.rubric_id == _versions.c.rubric_id)
-            .where(_rubrics.c.deleted_at.is_(None))
-        )
-        if ids is not None:
-            query = query.where(_versions.c.rubric_id.in_(ids))
+        if ids is None:
+            rows = await connection.execute(_LIVE_VERSIONS)
+        else:
+            rows = await connection.execute(_LIVE_VERSIONS_OF, {"ids": ids})
         best: dict[str, tuple[Any, str]] = {}
-        for row in await connection.execute(query):
+        for row in rows:
             key = semver_key(row.version)
             if row.rubric_id not in best or key > best[row.rubric_id][0]:
                 best[row.rubric_id] = (key, row.document)
-        return {rid: parse_rubric(json.loads(doc)) for rid, (_, doc) in best.items()}
+        return {rid: _parsed_document(doc) for rid, (_, doc) in best.items()}
 
 
 def _next_patch(version: str) -> str:
