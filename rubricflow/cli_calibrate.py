@@ -17,6 +17,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
+from rubricflow.cli_options import (
+    AllowImportOption,
+    ConcurrencyOption,
+    FormatOption,
+    LLMOption,
+    NoCacheOption,
+    RubricIdOption,
+    SamplesOption,
+)
+
 if TYPE_CHECKING:
     from rubricflow.calibration import CalibrationReport, Estimate
 
@@ -39,24 +49,9 @@ def calibrate_command(
             help='JSONL file: one target per line plus "labels": {criterion-id: label}.',
         ),
     ],
-    llm: Annotated[
-        str | None,
-        typer.Option(
-            "--llm",
-            metavar="SPEC",
-            help="LLM judge: openai:MODEL[@URL], anthropic:MODEL, ollama:MODEL[@URL], local, "
-            "python:module:function (default: $RUBRICFLOW_LLM).",
-        ),
-    ] = None,
-    no_cache: Annotated[
-        bool, typer.Option("--no-cache", help="Ask the judge again; do not use cached answers.")
-    ] = False,
-    samples: Annotated[
-        int | None,
-        typer.Option(
-            "--samples", min=1, help="Judge each LLM criterion N times (majority vote / mean)."
-        ),
-    ] = None,
+    llm: LLMOption = None,
+    no_cache: NoCacheOption = False,
+    samples: SamplesOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print every figure as JSON.")] = False,
     resamples: Annotated[
         int,
@@ -75,25 +70,13 @@ def calibrate_command(
             help="Exit 1 when any criterion's Cohen's kappa is below this (a CI gate).",
         ),
     ] = None,
-    concurrency: Annotated[
-        int, typer.Option("--concurrency", "-c", min=1, help="Criteria scored at once per target.")
-    ] = 8,
+    concurrency: ConcurrencyOption = 8,
     targets_in_flight: Annotated[
         int, typer.Option("--targets-in-flight", min=1, help="Examples evaluated at once.")
     ] = 8,
-    allow_import: Annotated[
-        bool,
-        typer.Option(
-            "--allow-import",
-            help="Let the rubric's deterministic criteria import `module:function` code.",
-        ),
-    ] = False,
-    format: Annotated[
-        str | None, typer.Option("--format", "-f", help="Rubric format (default: detect).")
-    ] = None,
-    rubric_id: Annotated[
-        str | None, typer.Option("--rubric-id", help="Which rubric, when the file holds several.")
-    ] = None,
+    allow_import: AllowImportOption = False,
+    format: FormatOption = None,
+    rubric_id: RubricIdOption = None,
 ) -> None:
     """Measure how well the judge agrees with human labels, per criterion and overall.
 

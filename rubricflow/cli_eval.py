@@ -28,6 +28,15 @@ from rubricflow.cli import (
     err,
     out,
 )
+from rubricflow.cli_options import (
+    AllowImportOption,
+    ConcurrencyOption,
+    FormatOption,
+    LLMOption,
+    NoCacheOption,
+    RubricIdOption,
+    SamplesOption,
+)
 
 __all__ = ["EXIT_INTERRUPTED", "eval_command"]
 
@@ -201,25 +210,13 @@ def eval_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object per target.")
     ] = False,
-    concurrency: Annotated[
-        int, typer.Option("--concurrency", "-c", min=1, help="Criteria scored at once per target.")
-    ] = 8,
+    concurrency: ConcurrencyOption = 8,
     targets_in_flight: Annotated[
         int, typer.Option("--targets-in-flight", min=1, help="Targets evaluated at once.")
     ] = 8,
-    allow_import: Annotated[
-        bool,
-        typer.Option(
-            "--allow-import",
-            help="Let the rubric's deterministic criteria import `module:function` code.",
-        ),
-    ] = False,
-    format: Annotated[
-        str | None, typer.Option("--format", "-f", help="Rubric format (default: detect).")
-    ] = None,
-    rubric_id: Annotated[
-        str | None, typer.Option("--rubric-id", help="Which rubric, when the file holds several.")
-    ] = None,
+    allow_import: AllowImportOption = False,
+    format: FormatOption = None,
+    rubric_id: RubricIdOption = None,
     db: Annotated[
         str | None,
         typer.Option(
@@ -228,24 +225,9 @@ def eval_command(
             "SQLite file); without it `eval` stores nothing.",
         ),
     ] = None,
-    llm: Annotated[
-        str | None,
-        typer.Option(
-            "--llm",
-            metavar="SPEC",
-            help="LLM judge: openai:MODEL[@URL], anthropic:MODEL, ollama:MODEL[@URL], local, "
-            "python:module:function (default: $RUBRICFLOW_LLM).",
-        ),
-    ] = None,
-    no_cache: Annotated[
-        bool, typer.Option("--no-cache", help="Ask the judge again; do not use cached answers.")
-    ] = False,
-    samples: Annotated[
-        int | None,
-        typer.Option(
-            "--samples", min=1, help="Judge each LLM criterion N times (majority vote / mean)."
-        ),
-    ] = None,
+    llm: LLMOption = None,
+    no_cache: NoCacheOption = False,
+    samples: SamplesOption = None,
     llm_feedback: Annotated[
         bool,
         typer.Option("--llm-feedback", help="Add a 3-5 sentence feedback summary by the judge."),

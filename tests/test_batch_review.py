@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import subprocess
-import sys
 import tempfile
 import textwrap
 import time
@@ -28,6 +25,7 @@ from test_cli_batch import (
     _calls,
     _cli,
     _judge_env,
+    _start_eval,
     _store_run,
     _targets,
     _wait_for_lines,
@@ -200,15 +198,7 @@ def test_second_ctrl_c_abandons_in_flight_work_and_keeps_what_was_written(work: 
     _targets(work / "targets.jsonl", 30)
     args = ["eval", "judged.yaml", "targets.jsonl", "--db", "runs.db", "-o", "res.jsonl", "-q"]
     args += [*JUDGE_ARGS, "--targets-in-flight", "4", "--no-cache"]
-    env = {**os.environ, "COLUMNS": "200", **_judge_env(work, sleep=2.0)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "rubricflow", *args],
-        cwd=work,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    process = _start_eval(work, args, sleep=2.0)
     _wait_for_lines(work / "res.jsonl", 1 + 4, time.monotonic() + 60)
     process.send_signal(signal.SIGINT)
     time.sleep(0.5)

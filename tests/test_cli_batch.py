@@ -319,19 +319,23 @@ def _wait_for_lines(path: Path, count: int, deadline: float) -> None:
     raise AssertionError(f"{path} did not reach {count} lines")
 
 
-def test_ctrl_c_finishes_in_flight_work_and_resume_judges_only_the_rest(work: Path) -> None:
-    _targets(work / "targets.jsonl", 40)
-    args = ["eval", "judged.yaml", "targets.jsonl", "--db", "runs.db", "-o", "res.jsonl", "-q"]
-    args += ["--allow-import", "--llm", "python:slowjudge:judge", "--targets-in-flight", "4"]
-    env = {**os.environ, "COLUMNS": "200", **_judge_env(work, sleep=0.3)}
-    process = subprocess.Popen(
+def _start_eval(work: Path, args: list[str], sleep: float) -> subprocess.Popen[str]:
+    """`rubricflow ARGS` in the background, with a judge that takes `sleep` seconds."""
+    return subprocess.Popen(
         [sys.executable, "-m", "rubricflow", *args],
         cwd=work,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
+        env={**os.environ, "COLUMNS": "200", **_judge_env(work, sleep=sleep)},
     )
+
+
+def test_ctrl_c_finishes_in_flight_work_and_resume_judges_only_the_rest(work: Path) -> None:
+    _targets(work / "targets.jsonl", 40)
+    args = ["eval", "judged.yaml", "targets.jsonl", "--db", "runs.db", "-o", "res.jsonl", "-q"]
+    args += ["--allow-import", "--llm", "python:slowjudge:judge", "--targets-in-flight", "4"]
+    process = _start_eval(work, args, sleep=0.3)
     _wait_for_lines(work / "res.jsonl", 1 + 5, time.monotonic() + 60)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)

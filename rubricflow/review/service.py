@@ -220,28 +220,9 @@ class ArtifactRegistry:
         )
 
     # --- transitions -----------------------------------------------------------------------
-    async def _apply(
-        self,
-        artifact: Artifact,
-        trigger: str,
-        *,
-        actor: str,
-        reason: str | None = None,
-        evaluation_ids: Sequence[str] = (),
-        updates: dict[str, Any] | None = None,
-        new_content: Any = None,
-        revise: bool = False,
-    ) -> Artifact:
-        written, _ = await self._write(
-            artifact,
-            trigger,
-            actor=actor,
-            reason=reason,
-            evaluation_ids=evaluation_ids,
-            updates=updates,
-            new_content=new_content,
-            revise=revise,
-        )
+    async def _apply(self, artifact: Artifact, trigger: str, **fields: Any) -> Artifact:
+        """`_write` for callers that need only the artifact as written."""
+        written, _ = await self._write(artifact, trigger, **fields)
         return written
 
     async def _write(
