@@ -37,7 +37,8 @@ __all__ = [
 ]
 
 CACHE_DIR_ENV = "RUBRICFLOW_CACHE_DIR"
-CACHE_FORMAT = 1
+# 2: the messages enter the key as their sha256 (the ledger's prompt hash)
+CACHE_FORMAT = 2
 
 
 @runtime_checkable
@@ -119,13 +120,20 @@ def cache_key(
     messages: Sequence[Mapping[str, str]],
     schema: Mapping[str, Any] | None,
     rubric_hash: str,
+    messages_hash: str | None = None,
 ) -> str:
-    """sha256 (hex) of the canonical JSON of everything that decides an answer."""
+    """sha256 (hex) of the canonical JSON of everything that decides an answer. The
+    messages enter as the sha256 of their canonical JSON; a caller that has it already
+    (the ledger's prompt hash) passes it as `messages_hash`."""
+    if messages_hash is None:
+        messages_hash = hashlib.sha256(
+            canonical_json([dict(m) for m in messages]).encode("utf-8")
+        ).hexdigest()
     payload = {
         "format": CACHE_FORMAT,
         "provider": provider,
         "params": dict(params),
-        "messages": [dict(m) for m in messages],
+        "messages": messages_hash,
         "schema": schema,
         "rubric": rubric_hash,
     }

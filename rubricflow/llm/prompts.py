@@ -54,9 +54,16 @@ def _environment() -> SandboxedEnvironment:
     )
 
 
-def _render(name: str, **context: Any) -> str:
-    text = _environment().get_template(name).render(**context)
+def _tidy(text: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
+
+
+def _render_raw(name: str, **context: Any) -> str:
+    return _environment().get_template(name).render(**context)
+
+
+def _render(name: str, **context: Any) -> str:
+    return _tidy(_render_raw(name, **context))
 
 
 def _as_text(value: Any) -> str | None:
@@ -166,18 +173,43 @@ def build_prompt(
         "reasoning_max_chars": reasoning_max_chars,
     }
     system = _system_prompt(rubric.name, **shared)
-    user = _render(
-        "user.j2",
-        rubric_description=rubric.description or None,
-        criteria=list(criteria),
-        instructions=None,
+    description = rubric.description or None
+    try:
+        criteria_json = json.dumps(list(criteria), sort_keys=True)
+    except (TypeError, ValueError):  # a YAML date in an example, say: render it uncached
+        head, tail = _render_rubric_parts(description, list(criteria), **shared)
+    else:
+        head, tail = _rubric_parts(description, criteria_json, **shared)
+    middle = _render_raw(
+        "user_target.j2",
         query=query,
         reference=reference,
         content=target.text,
         content_rendered=content_rendered,
-        **shared,
     )
-    return system, user
+    return system, _tidy(head + middle + tail)
+
+
+@lru_cache(maxsize=1024)
+def _rubric_parts(
+    rubric_description: str | None, criteria_json: str, **shared: Any
+) -> tuple[str, str]:
+    """The user message's rubric part and closing instruction: the same for every target
+    judged on these criteria, so they are rendered once (the target's part in between is
+    rendered for each target)."""
+    return _render_rubric_parts(rubric_description, json.loads(criteria_json), **shared)
+
+
+def _render_rubric_parts(
+    rubric_description: str | None, criteria: list[dict[str, Any]], **shared: Any
+) -> tuple[str, str]:
+    context = {
+        "rubric_description": rubric_description,
+        "criteria": criteria,
+        "instructions": None,
+        **shared,
+    }
+    return _render_raw("user_head.j2", **context), _render_raw("user_tail.j2", **context)
 
 
 @lru_cache(maxsize=256)

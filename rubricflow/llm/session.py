@@ -295,15 +295,16 @@ class LLMSession:
         last_error = ""
         rounds = settings.reask + 1
         for round_number in range(rounds):
+            prompt_hash = _sha256(canonical_json(messages))
             key = cache_key(
                 provider=provider.identity,
                 params=params,
                 messages=messages,
                 schema=question.schema,
                 rubric_hash=question.rubric_hash,
+                messages_hash=prompt_hash,
             )
             keys.append(key)
-            prompt_hash = _sha256(canonical_json(messages))
             hit = await self._from_cache(provider, question, key, prompt_hash, attempt + 1)
             if hit is not None:
                 answer.value = hit[0].value
