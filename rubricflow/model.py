@@ -17,9 +17,10 @@ import math
 import re
 from collections.abc import Mapping
 from functools import cached_property
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NoReturn, SupportsIndex
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -124,7 +125,119 @@ def _json_mapping(value: Any) -> Any:
         raise _rule("", "nested too deeply; flatten it") from None
 
 
-JsonMapping = Annotated[dict[str, Any], BeforeValidator(_json_mapping)]
+_FROZEN_FIX = (
+    "rubric data cannot be changed in place (its content hash would go stale); build a "
+    "new rubric: parse a changed document, or model_copy(update=...) with a new mapping"
+)
+
+
+class FrozenDict(dict[str, Any]):
+    """A mapping inside a rubric (metadata, scorer config, a JSON Schema): a `dict` for
+    every reader (json, jsonschema, isinstance checks), but refusing every change."""
+
+    __slots__ = ()
+
+    def _refuse(self) -> NoReturn:
+        raise TypeError(_FROZEN_FIX)
+
+    def __setitem__(self, key: str, value: Any) -> NoReturn:
+        self._refuse()
+
+    def __delitem__(self, key: str) -> NoReturn:
+        self._refuse()
+
+    def __ior__(self, other: Any) -> NoReturn:  # type: ignore[misc]
+        self._refuse()
+
+    def clear(self) -> NoReturn:
+        self._refuse()
+
+    def pop(self, *args: Any) -> NoReturn:
+        self._refuse()
+
+    def popitem(self) -> NoReturn:
+        self._refuse()
+
+    def setdefault(self, *args: Any) -> NoReturn:
+        self._refuse()
+
+    def update(self, *args: Any, **kwargs: Any) -> NoReturn:
+        self._refuse()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
+
+    def __copy__(self) -> FrozenDict:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict:
+        return self
+
+
+class FrozenList(list[Any]):
+    """A list inside a rubric's free-form mappings: a `list` for every reader, refusing
+    every change."""
+
+    __slots__ = ()
+
+    def _refuse(self) -> NoReturn:
+        raise TypeError(_FROZEN_FIX)
+
+    def __setitem__(self, index: Any, value: Any) -> NoReturn:
+        self._refuse()
+
+    def __delitem__(self, index: Any) -> NoReturn:
+        self._refuse()
+
+    def __iadd__(self, other: Any) -> NoReturn:  # type: ignore[misc]
+        self._refuse()
+
+    def __imul__(self, count: SupportsIndex) -> NoReturn:
+        self._refuse()
+
+    def append(self, value: Any) -> NoReturn:
+        self._refuse()
+
+    def extend(self, values: Any) -> NoReturn:
+        self._refuse()
+
+    def insert(self, index: SupportsIndex, value: Any) -> NoReturn:
+        self._refuse()
+
+    def remove(self, value: Any) -> NoReturn:
+        self._refuse()
+
+    def pop(self, index: SupportsIndex = -1) -> NoReturn:
+        self._refuse()
+
+    def clear(self) -> NoReturn:
+        self._refuse()
+
+    def sort(self, *args: Any, **kwargs: Any) -> NoReturn:
+        self._refuse()
+
+    def reverse(self) -> NoReturn:
+        self._refuse()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenList, (list(self),))
+
+    def __copy__(self) -> FrozenList:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList:
+        return self
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, dict):
+        return FrozenDict({key: _frozen(item) for key, item in value.items()})
+    if isinstance(value, list):
+        return FrozenList(_frozen(item) for item in value)
+    return value
+
+
+JsonMapping = Annotated[dict[str, Any], BeforeValidator(_json_mapping), AfterValidator(_frozen)]
 
 
 class _Frozen(BaseModel):
@@ -492,6 +605,17 @@ class Rubric(_Frozen):
 
     def criterion(self, criterion_id: str) -> Criterion | None:
         return next((c for c in self.criteria if c.id == criterion_id), None)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Rubric:
+        """A changed copy, validated like a new rubric, so its content hash is its own
+        (pydantic's copy would keep this rubric's hash and skip every rule)."""
+        if not update:
+            return self  # immutable: the rubric itself is as good as a copy
+        fields = {name: getattr(self, name) for name in type(self).model_fields}
+        try:
+            return type(self).model_validate({**fields, **update})
+        except ValidationError as error:
+            raise RubricValidationError(problems_from_validation_error(error)) from None
 
     def to_dict(self) -> dict[str, Any]:
         """The native document for this rubric (defaults left out, JSON-compatible)."""

@@ -120,6 +120,8 @@ def test_a_malformed_target_line_exits_2_naming_the_line(cli: CliRunner) -> None
     result = run(cli, RUBRIC, FIXTURES / "malformed.jsonl", "--json")
 
     assert_usage_error(result, "malformed.jsonl", "line 2")
+    # nothing is lost: the target read before the broken line is still judged and printed
+    assert [line["target_id"] for line in json_lines(result)] == ["good"]
     assert '"never"' not in result.stdout
 
 
@@ -377,3 +379,37 @@ def test_console_script_reads_stdin_and_prints_json_lines() -> None:
         ("b", "fail"),
     ]
     assert done.stderr == ""
+
+
+# --- streaming -------------------------------------------------------------------------
+
+_PEAK_PROBE = (
+    "import resource, sys\n"
+    "from rubricflow.cli import main\n"
+    "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+    "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+)
+
+
+def _peak_kib_of_eval(tmp_path: Path, count: int) -> int:
+    targets = tmp_path / f"targets-{count}.jsonl"
+    with targets.open("w") as out:
+        for i in range(count):
+            line = {"id": f"t{i}", "content": f"a reply numbered {i}, " * 4}
+            out.write(json.dumps(line) + "\n")
+    done = subprocess.run(
+        [sys.executable, "-c", _PEAK_PROBE, "eval", str(RUBRIC), str(targets), "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=600,
+    )
+    return int(done.stderr.strip().splitlines()[-1])
+
+
+def test_eval_memory_stays_flat_however_long_the_input(tmp_path: Path) -> None:
+    """Fifteen times the targets, the same peak memory: evaluations are written as they
+    finish, never collected (holding 14,000 more would cost tens of MB)."""
+    small = _peak_kib_of_eval(tmp_path, 1_000)
+    large = _peak_kib_of_eval(tmp_path, 15_000)
+    assert large - small < 10 * 1024, (small, large)

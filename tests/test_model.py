@@ -3,6 +3,7 @@ stable, values are frozen, versions sort as semver, and scales map scores."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from pathlib import Path
@@ -476,6 +477,70 @@ def test_rubric_and_its_parts_cannot_be_changed() -> None:
         rubric.criteria.append(criterion)  # type: ignore[attr-defined]
     assert isinstance(rubric.criteria, tuple) and isinstance(criterion.levels, tuple)
     assert rubric.content_hash == parse_rubric(HASHED).content_hash
+
+
+def test_mappings_inside_a_rubric_cannot_be_changed_and_the_hash_stays_true() -> None:
+    rubric = parse_rubric(
+        rubric_doc(
+            {
+                "id": "shape",
+                "scoring": {
+                    "method": "schema",
+                    "schema": {"type": "object", "required": ["title"]},
+                    "config": {"limits": {"max": 3}},
+                },
+            },
+            metadata={"team": "news", "tags": ["a", {"b": 1}]},
+        )
+    )
+    before = rubric.content_hash
+    scoring = rubric.criteria[0].scoring
+    changes = [
+        lambda: rubric.metadata.__setitem__("team", "sport"),
+        lambda: rubric.metadata.update(team="sport"),
+        lambda: rubric.metadata.pop("team"),
+        lambda: rubric.metadata["tags"].append("c"),
+        lambda: rubric.metadata["tags"][1].__setitem__("b", 2),
+        lambda: scoring.config["limits"].__setitem__("max", 9),
+        lambda: scoring.schema_["required"].append("body"),  # type: ignore[index]
+        lambda: scoring.schema_.clear(),  # type: ignore[union-attr]
+    ]
+    for change in changes:
+        with pytest.raises(TypeError, match="cannot be changed in place"):
+            change()
+    assert rubric.to_dict()["metadata"] == {"team": "news", "tags": ["a", {"b": 1}]}
+    assert rubric.content_hash == before == parse_rubric(rubric.to_dict()).content_hash
+    # readers that expect plain JSON values still get them
+    assert json.loads(json.dumps(rubric.metadata)) == {"team": "news", "tags": ["a", {"b": 1}]}
+    assert isinstance(rubric.metadata, dict) and isinstance(rubric.metadata["tags"], list)
+
+
+def test_a_changed_copy_is_validated_and_hashed_afresh() -> None:
+    rubric = parse_rubric(HASHED)
+    changed = rubric.model_copy(update={"metadata": {"team": "sport"}})
+    assert changed.content_hash != rubric.content_hash
+    assert changed.content_hash == parse_rubric(changed.to_dict()).content_hash
+    with pytest.raises(TypeError):
+        changed.metadata["team"] = "news"
+    with pytest.raises(RubricValidationError, match="semantic versioning"):
+        rubric.model_copy(update={"version": "two"})
+    assert rubric.model_copy() is rubric
+
+
+def test_the_content_hash_is_sha256_of_a_fixed_canonical_form() -> None:
+    """Stored evaluations and the judge cache are keyed by this hash: a release that
+    changes it would orphan them, so the canonical form is pinned here."""
+    canonical = (
+        '{"criteria":[{"id":"faithful","levels":[{"id":"low","label":"low","score":0.0},'
+        '{"id":"mid","label":"mid","score":0.5},{"id":"high","label":"high","score":1.0}],'
+        '"name":"faithful","required":true,"weight":2.0},{"id":"brief","name":"brief",'
+        '"score_ranges":[{"description":"long","max":5,"min":0},'
+        '{"description":"short","max":10,"min":6}]}],"id":"summary",'
+        '"metadata":{"tags":["a","b"],"team":"news"},"name":"summary",'
+        '"pass_threshold":0.8,"version":"1.2.0"}'
+    )
+    expected = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    assert parse_rubric(HASHED).content_hash == expected
 
 
 def test_an_edited_dump_is_validated_again() -> None:

@@ -106,7 +106,7 @@ async def _score_one(
         started = time.perf_counter()
         try:
             result = await scorer.score(criterion, target, context)
-        except Exception as error:
+        except (Exception, SystemExit) as error:
             result = error_result(
                 criterion, method, f"scorer {method!r} raised {type(error).__name__}: {error}"
             )
@@ -128,7 +128,7 @@ async def _score_group(
         started = time.perf_counter()
         try:
             produced = list(await scorer.score_group(criteria, target, context))
-        except Exception as error:
+        except (Exception, SystemExit) as error:
             why = f"scorer {method!r} raised {type(error).__name__}: {error}"
             produced = [error_result(criterion, method, why) for criterion in criteria]
         elapsed = (time.perf_counter() - started) * 1000
@@ -348,8 +348,19 @@ async def evaluate_cases(
     from rubricflow.llm.session import shared_llm_session
 
     async with shared_llm_session(options) as shared:
+        source = items()
+        broken: Exception | None = None
         try:
-            async for case_rubric, item in items():
+            while True:
+                try:
+                    case_rubric, item = await anext(source)
+                except StopAsyncIteration:
+                    break
+                except Exception as error:
+                    # bad input (a malformed line, say): the targets read before it are
+                    # still evaluated and yielded, then the error is raised
+                    broken = error
+                    break
                 pending.append(asyncio.ensure_future(evaluate(case_rubric, item, **shared)))
                 if len(pending) >= target_concurrency:
                     yield await pending.pop(0)
@@ -358,6 +369,9 @@ async def evaluate_cases(
         finally:
             for task in pending:
                 task.cancel()
+            await source.aclose()
+        if broken is not None:
+            raise broken
 
 
 def evaluate_sync(

@@ -43,7 +43,7 @@ def resolve_function(name: str, context: ScoringContext) -> tuple[Callable[..., 
         function = module
         for part in attribute.split("."):
             function = getattr(function, part)
-    except Exception as error:
+    except (Exception, SystemExit) as error:
         return None, f"cannot import {name!r}: {type(error).__name__}: {error}"
     if not callable(function):
         return None, f"{name!r} is not callable"
@@ -87,7 +87,7 @@ class DeterministicScorer:
                 value = function(target)
             if inspect.isawaitable(value):
                 value = await value
-        except Exception as error:
+        except (Exception, SystemExit) as error:  # sys.exit() in a check is its failure
             return error_result(
                 criterion, self.name, f"check {name!r} raised {type(error).__name__}: {error}"
             )

@@ -18,8 +18,6 @@ from rubricflow.scorers.base import CheckResult, ScoringContext, error_result, r
 
 __all__ = ["SchemaScorer"]
 
-MAX_EVIDENCE = 50
-
 
 def _json_path(parts: Any) -> str:
     path = "$"
@@ -68,9 +66,7 @@ class SchemaScorer:
         errors = sorted(
             self._validator(schema).iter_errors(content), key=lambda e: list(e.absolute_path)
         )
-        evidence = [f"{_json_path(e.absolute_path)}: {e.message}" for e in errors[:MAX_EVIDENCE]]
-        if len(errors) > MAX_EVIDENCE:
-            evidence.append(f"... and {len(errors) - MAX_EVIDENCE} more violations")
+        evidence = [f"{_json_path(e.absolute_path)}: {e.message}" for e in errors]
         return result_from_value(
             criterion, context, self.name, CheckResult(not errors, evidence), what="schema check"
         )

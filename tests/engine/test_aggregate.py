@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from fractions import Fraction
 from typing import Any
 
@@ -242,6 +243,46 @@ def test_permuting_criteria_changes_nothing(
         b.raw_score,
         b.coverage,
     )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(weights, st.one_of(st.none(), scores), st.integers(0, 3)),
+        min_size=1,
+        max_size=8,
+    ),
+    st.randoms(),
+)
+def test_reordering_a_rubrics_criteria_changes_no_evaluation(
+    scripted: PluginRegistry, items: list[tuple[float, float | None, int]], rnd: Any
+) -> None:
+    """End to end: the rubric's criteria in another order, finishing in another order
+    (random delays), give the same verdict, scores and per-criterion results."""
+    criteria = [
+        crit(f"c{i}", status="error", weight=w, delay=d / 1000)
+        if s is None
+        else crit(f"c{i}", s, weight=w, delay=d / 1000)
+        for i, (w, s, d) in enumerate(items)
+    ]
+    shuffled = list(criteria)
+    rnd.shuffle(shuffled)
+
+    async def both() -> tuple[Any, Any]:
+        first = await evaluate(rubric(criteria), "x", plugins=scripted)
+        second = await evaluate(rubric(shuffled), "x", plugins=scripted)
+        return first, second
+
+    a, b = asyncio.run(both())
+    assert (a.verdict, a.score, a.raw_score, a.coverage) == (
+        b.verdict,
+        b.score,
+        b.raw_score,
+        b.coverage,
+    )
+    by_id = {r.criterion_id: (r.status, r.score, r.passed) for r in b.criteria}
+    assert {r.criterion_id: (r.status, r.score, r.passed) for r in a.criteria} == by_id
+    assert [r.criterion_id for r in b.criteria] == [c["id"] for c in shuffled]
 
 
 @settings(max_examples=300, deadline=None)

@@ -135,6 +135,23 @@ async def test_evaluate_many_keeps_input_order_with_bounded_window(
     assert ids == [str(i) for i in range(40)]
 
 
+async def test_a_stream_that_breaks_yields_what_was_read_then_raises(
+    scripted: PluginRegistry,
+) -> None:
+    r = parse_rubric({"id": "r", "criteria": [crit("a", True, delay=0.005)]})
+
+    def targets() -> Any:
+        for i in range(12):
+            yield Target(id=str(i), content=str(i))
+        raise ValueError("line 13 is not JSON")
+
+    seen: list[str | None] = []
+    with pytest.raises(ValueError, match="line 13"):
+        async for evaluation in evaluate_many(r, targets(), target_concurrency=5, plugins=scripted):
+            seen.append(evaluation.target_id)
+    assert seen == [str(i) for i in range(12)]
+
+
 def test_sync_wrapper(scripted: PluginRegistry) -> None:
     r = parse_rubric({"id": "r", "criteria": [crit("a", True)]})
     assert evaluate_sync(r, "x", plugins=scripted).passed

@@ -74,3 +74,21 @@ async def test_penalty_feedback_says_what_to_remove(scripted: PluginRegistry) ->
     assert (
         "Hard-coded secret: remove what triggered this penalty: Code contains a credential" in text
     )
+
+
+async def test_band_feedback_names_the_next_band_up(scripted: PluginRegistry) -> None:
+    bands = {"0": "Wrong", "5": "Partly right", "8": "Correct and complete"}
+    r = parse_rubric(
+        {
+            "id": "r",
+            "criteria": [
+                crit("answer", 0.4, name="Answer", score_ranges=bands),
+                crit("style", 0.9, name="Style", score_ranges=bands),
+            ],
+            "pass_threshold": 0.9,
+        }
+    )
+    text = (await evaluate(r, "x", plugins=scripted)).feedback
+    fixes = text.split("What to fix:")[1]
+    assert "Answer: reach 5-7/10: Partly right" in fixes
+    assert "Style" not in fixes  # already in the top band

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import sys
 from typing import Any
 
 import pytest
@@ -38,6 +39,10 @@ def exploding(target: Target) -> bool:
     raise RuntimeError("the check blew up on purpose")
 
 
+def exits(target: Target) -> bool:
+    sys.exit(3)
+
+
 async def slow_and_async(target: Target) -> CheckResult:
     await asyncio.sleep(0.01)
     return CheckResult("MET", [f"async saw {target.text!r}"])
@@ -63,6 +68,7 @@ class ChecksPlugin:
             "level_from_content": level_from_content,
             "with_evidence": with_evidence,
             "exploding": exploding,
+            "exits": exits,
             "slow_and_async": slow_and_async,
             "options_echo": options_echo,
             "takes_no_options": takes_no_options,
@@ -267,6 +273,16 @@ async def test_a_raising_check_is_an_error_with_the_message_and_evaluate_does_no
     assert "RuntimeError" in result.notes
     assert evaluation.verdict == "incomplete"
     assert "the check blew up on purpose" in evaluation.feedback
+
+
+async def test_a_check_calling_sys_exit_is_an_error_not_the_end_of_the_process(
+    registry: PluginRegistry,
+) -> None:
+    result, evaluation = await run(registry, "exits")
+
+    assert result.status == "error"
+    assert "SystemExit" in result.notes
+    assert evaluation.verdict == "incomplete"
 
 
 async def test_an_unregistered_module_function_is_refused_without_allow_import(

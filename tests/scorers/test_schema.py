@@ -102,6 +102,17 @@ async def test_invalid_content_is_unmet_with_every_violation_as_evidence(
     assert evaluation.verdict == "fail"
 
 
+async def test_a_long_list_of_violations_is_kept_whole(plugins: PluginRegistry) -> None:
+    many = {"title": "Many", "questions": [{"q": index} for index in range(120)]}
+    evaluation = await evaluate(schema_rubric(), Target(content=many), plugins=plugins)
+
+    evidence = evaluation.criteria[0].evidence
+    missing = {f"$.questions[{i}]: 'answer' is a required property" for i in range(120)}
+    wrong_type = {f"$.questions[{i}].q: {i} is not of type 'string'" for i in range(120)}
+    assert set(evidence) == missing | wrong_type
+    assert len(evidence) == 240
+
+
 async def test_invalid_content_is_the_lowest_level_with_evidence(
     plugins: PluginRegistry,
 ) -> None:
