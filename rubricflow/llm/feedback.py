@@ -19,6 +19,7 @@ from rubricflow.results import CriterionResult, LLMCall, Target
 __all__ = ["llm_feedback"]
 
 _MAX_CONTENT = 6000
+MIN_SENTENCES, MAX_SENTENCES = 3, 5
 _SENTENCE = re.compile(r"[.!?](?:\s|$)")
 
 
@@ -29,8 +30,11 @@ def _read(text: str) -> Reading:
     if not summary:
         raise AnswerError("the summary is empty; write 3 to 5 sentences")
     sentences = len(_SENTENCE.findall(summary + " "))
-    if sentences > 8:
-        raise AnswerError(f"the summary has {sentences} sentences; write 3 to 5")
+    if not MIN_SENTENCES <= sentences <= MAX_SENTENCES:
+        raise AnswerError(
+            f"the summary has {sentences} sentence{'s' if sentences != 1 else ''}; "
+            f"write {MIN_SENTENCES} to {MAX_SENTENCES}"
+        )
     return Reading(summary)
 
 

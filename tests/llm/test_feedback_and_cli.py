@@ -66,6 +66,46 @@ async def test_llm_feedback_falls_back_to_the_deterministic_summary() -> None:
     assert evaluation.verdict == "pass"  # feedback never changes the verdict
 
 
+async def test_a_summary_of_the_wrong_length_is_asked_again() -> None:
+    answers = iter(
+        [
+            "Fix it.",
+            "Add the refund window. Say how long it takes. Keep the friendly tone. Resubmit.",
+        ]
+    )
+
+    def wordy_then_right(request: Recorded) -> Reply:
+        if "summary" in (schema_of(request) or {}).get("properties", {}):
+            return openai_reply({"summary": next(answers)})
+        return openai_reply(verdict("UNMET"))
+
+    with ScriptedServer(wordy_then_right) as server:
+        async with session_for(server) as session:
+            evaluation = await evaluate(
+                RUBRIC, "Hi!", options={"llm": session, "llm_feedback": True}
+            )
+        reask = server.requests[-1].messages[-1]["content"]
+    assert "the summary has 1 sentence; write 3 to 5" in reask
+    assert evaluation.metadata["llm_feedback"]["source"] == "llm"
+    assert evaluation.metadata["llm_feedback"]["text"].startswith("Add the refund window.")
+
+
+async def test_a_summary_that_stays_too_long_falls_back() -> None:
+    def rambling(request: Recorded) -> Reply:
+        if "summary" in (schema_of(request) or {}).get("properties", {}):
+            return openai_reply({"summary": " ".join(f"Point {i}." for i in range(9))})
+        return openai_reply(verdict())
+
+    with ScriptedServer(rambling) as server:
+        async with session_for(server) as session:
+            evaluation = await evaluate(
+                RUBRIC, "Hi!", options={"llm": session, "llm_feedback": True}
+            )
+    summary = evaluation.metadata["llm_feedback"]
+    assert summary["source"] == "deterministic" and summary["text"] == evaluation.feedback
+    assert "9 sentences; write 3 to 5" in summary["error"]
+
+
 @pytest.fixture
 def files(tmp_path: Path) -> tuple[Path, Path]:
     rubric_file = tmp_path / "rubric.yaml"
