@@ -48,6 +48,21 @@ def test_judge_cache_and_stream_workloads_report_their_figures(tmp_path: Path) -
     assert stream["peak_rss_mb (bar < 200)"] >= stream["baseline_rss_mb (one target)"] * 0.9 > 0
 
 
+def test_the_store_workload_measures_both_backends(tmp_path: Path) -> None:
+    results = _bench(tmp_path, "store", "--quick")
+    store = results["store"]
+    assert store["targets"] == 200
+    assert (
+        store["sqlite_file_stored_per_s"] > 0
+        and store["evaluations_per_s (5 deterministic criteria)"] > 0
+    )
+    if os.environ.get("CI") or isinstance(store["postgresql_stored_per_s"], float):
+        assert store["postgresql_stored_per_s"] > 0
+    shown = {row["figure"]: row for row in results["bars"] if row["workload"] == "store"}
+    assert shown["sqlite_store_cost / evaluate_cost"]["issue_item"] == "5"
+    assert shown["sqlite_store_cost / evaluate_cost"]["met"] in (True, False)
+
+
 def _bench(tmp_path: Path, *command: str, timeout: int = 300) -> dict:
     out = tmp_path / "bench.json"
     done = subprocess.run(
