@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import getpass
 import json
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.markup import escape
 
 from rubricflow.cli_store import DbOption, JsonOption, _print_json, _table, err, out, run_with_store
-from rubricflow.errors import RubricflowError
+from rubricflow.errors import IllegalTransitionError, ReviewError, RubricflowError
+
+T = TypeVar("T")
 
 __all__ = ["artifacts_app", "types_app", "worker_command"]
 
@@ -40,6 +43,20 @@ def _registry(store: Any) -> Any:
     from rubricflow.review import ArtifactRegistry
 
     return ArtifactRegistry(store)
+
+
+def _run_transition(db: str | None, work: Callable[[Any], Awaitable[T]]) -> T:
+    """`run_with_store` for commands that move an artifact: a refused trigger is told as a
+    person needs it (what they can do, and what to do about a review in progress) rather
+    than as the machine's full list of triggers."""
+
+    async def told(store: Any) -> T:
+        try:
+            return await work(store)
+        except IllegalTransitionError as error:
+            raise ReviewError(await _registry(store).explain_refusal(error)) from None
+
+    return run_with_store(db, told)
 
 
 def _read_content(path: Path) -> Any:
@@ -244,7 +261,7 @@ def artifacts_submit(
             artifact_id = (await registry.create(type_name, content, actor=who, title=title)).id
         return await registry.submit_for_review(artifact_id, actor=who, defer=defer)
 
-    outcome = run_with_store(db, work)
+    outcome = _run_transition(db, work)
     if as_json:
         _print_json(outcome.to_dict())
     else:
@@ -368,7 +385,7 @@ def artifacts_revise(
 ) -> None:
     """A new revision with new content (back to draft; the old revision is superseded)."""
     content = _read_content(path)
-    artifact = run_with_store(
+    artifact = _run_transition(
         db,
         lambda store: _registry(store).revise(
             artifact_id, content, actor=actor or _actor_default(), reason=reason
@@ -404,7 +421,7 @@ def _decision(name: str, help_text: str, needs_reason: bool) -> None:
             method = getattr(_registry(store), name)
             return await method(artifact_id, actor=who, reason=reason)
 
-        artifact = run_with_store(db, work)
+        artifact = _run_transition(db, work)
         if as_json:
             _print_json(_artifact_json(artifact))
         else:
@@ -419,6 +436,34 @@ _decision("reject", "Reject an artifact, with a reason.", True)
 _decision("override", "Approve despite the rubrics, with a reason.", True)
 _decision("withdraw", "Take a queued artifact back to draft.", False)
 _decision("archive", "Archive an artifact (final).", False)
+
+
+@artifacts_app.command("supersede")
+def artifacts_supersede(
+    artifact_id: Annotated[str, typer.Argument(metavar="ID", help="The artifact replaced.")],
+    by: Annotated[
+        str | None,
+        typer.Option("--by", help="The id of the artifact that replaces it (must exist)."),
+    ] = None,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why: required for this decision.")
+    ] = None,
+    actor: ActorOption = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Retire an artifact another one replaces (from draft, needs_revision or approved)."""
+    if not reason:
+        err.print("error: supersede needs --reason: human decisions are on the record")
+        raise typer.Exit(2)
+    who = actor or _actor_default()
+    artifact = _run_transition(
+        db, lambda store: _registry(store).supersede(artifact_id, actor=who, reason=reason, by=by)
+    )
+    if as_json:
+        _print_json(_artifact_json(artifact))
+    else:
+        _print_artifact(artifact)
 
 
 # --- worker ------------------------------------------------------------------------------------

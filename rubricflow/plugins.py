@@ -155,9 +155,14 @@ class PluginRegistry:
         return list(self._infos.values())
 
     async def notify(self, event: Mapping[str, Any]) -> None:
-        """Tell artifact-transition listeners about a committed transition, in registration
-        order; a listener that raises is logged and skipped."""
-        for impl in self.manager.hook.rubricflow_artifact_transition.get_hookimpls():
+        """Tell artifact-transition listeners about a committed transition: `tryfirst`
+        listeners first, then the others in registration order, `trylast` ones last; a
+        listener that raises is logged and skipped."""
+        impls = self.manager.hook.rubricflow_artifact_transition.get_hookimpls()
+        first = [impl for impl in impls if impl.tryfirst]
+        last = [impl for impl in impls if impl.trylast]
+        plain = [impl for impl in impls if not impl.tryfirst and not impl.trylast]
+        for impl in (*first, *plain, *last):
             try:
                 outcome = impl.function(event=event)
                 if inspect.isawaitable(outcome):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -427,3 +428,119 @@ def test_a_real_process_submits_and_a_real_worker_reviews(tmp_path: Path) -> Non
     assert worked.returncode == 0, worked.stderr
     assert "reviewed 1 artifact: needs_revision 1" in worked.stdout
     assert "Traceback" not in worked.stderr
+
+
+# ------------------------------------------------------------- supersede, refusals for people
+
+
+def test_supersede_names_the_replacement_and_only_archive_follows(cli: Cli) -> None:
+    cli.setup()
+    old = cli.json("artifacts", "submit", "--type", "post", cli.file("g.json", GOOD))
+    old_id = old["artifact"]["id"]
+    new = cli.json("artifacts", "create", "--type", "post", cli.file("v2.json", GOOD))
+    assert_error(cli("artifacts", "supersede", old_id, "--by", new["id"]), "--reason")
+    assert_error(
+        cli("artifacts", "supersede", old_id, "--by", "ghost", "--reason", "v2"),
+        "no artifact 'ghost'",
+        "--by",
+    )
+    retired = cli.json(
+        "artifacts", "supersede", old_id, "--by", new["id"], "--reason", "v2", "--actor", "dana"
+    )
+    assert (retired["id"], retired["status"], retired["revision"]) == (old_id, "superseded", 1)
+    last = cli.json("artifacts", "history", old_id)["events"][-1]
+    assert (last["trigger"], last["source"], last["dest"], last["actor"], last["reason"]) == (
+        "supersede",
+        "approved",
+        "superseded",
+        "dana",
+        f"superseded by {new['id']}: v2",
+    )
+    assert cli.json("artifacts", "show", new["id"])["status"] == "draft"
+    assert_error(
+        cli("artifacts", "submit", old_id),
+        f"artifact '{old_id}' is superseded: 'submit' is not allowed; you can: archive",
+    )
+    text = cli("artifacts", "supersede", new["id"], "--reason", "dropped", "--actor", "dana")
+    assert text.exit_code == 0, text.output
+    assert "superseded" in text.stdout
+    assert "dropped" in text.stdout
+
+
+def _claim_and_die(db: str, artifact_id: str, lease: float) -> None:
+    """A worker claims the review with a `lease`-second lease and never finishes it."""
+    import asyncio
+
+    from rubricflow.review import ArtifactRegistry
+    from rubricflow.store import Store
+
+    async def claim() -> None:
+        async with await Store.open(db) as store:
+            await ArtifactRegistry(store, lease_seconds=lease).claim(artifact_id, worker="w-dead")
+
+    asyncio.run(claim())
+
+
+def test_submit_during_a_review_says_to_wait_or_run_a_worker_not_system_triggers(
+    cli: Cli,
+) -> None:
+    """After a worker crash the artifact sits in in_review: `submit ID` says to run
+    `rubricflow worker --once` (or wait), and offers only what a person can do."""
+    cli.setup()
+    queued = cli.json("artifacts", "submit", "--type", "post", "--defer", cli.file("g.json", GOOD))
+    artifact_id = queued["artifact"]["id"]
+    again = cli("artifacts", "submit", artifact_id)
+    assert_error(again, "is pending_review", "already queued", "rubricflow worker --once")
+
+    _claim_and_die(cli.db, artifact_id, lease=600)  # a worker still within its lease
+    running = cli("artifacts", "submit", artifact_id, "--json")
+    assert_error(
+        running,
+        f"artifact '{artifact_id}' is in_review: 'submit' is not allowed",
+        "being reviewed by w-dead",
+        "wait for the review to finish",
+        "rubricflow worker --once",
+        "A person can also: reject, override",
+    )
+    assert "approve" not in running.stderr  # not until the review passed
+    for system_only in ("start_review", "request_revision", "abort_review", "await_approval"):
+        assert system_only not in running.stderr
+
+    # another artifact whose worker died: its lease runs out
+    crashed_id = cli.json(
+        "artifacts", "submit", "--type", "post", "--defer", cli.file("c.json", GOOD)
+    )["artifact"]["id"]
+    _claim_and_die(cli.db, crashed_id, lease=0.3)
+    time.sleep(0.5)
+    crashed = cli("artifacts", "submit", crashed_id)
+    assert_error(
+        crashed,
+        "its review by w-dead stopped (the lease expired",
+        "run `rubricflow worker --once` to take the review over",
+        "A person can also: reject, override",
+    )
+    for system_only in ("start_review", "request_revision", "abort_review", "await_approval"):
+        assert system_only not in crashed.stderr
+    assert cli.json("artifacts", "history", crashed_id)["events"][-1]["trigger"] == "start_review"
+    # the advice works: the worker takes the review over and finishes it
+    summary = cli.json("worker", "--once", "--poll", "0.1")
+    assert (summary["reviewed"], summary["outcomes"]) == (1, {"approved": 1})
+    assert cli.json("artifacts", "show", crashed_id)["status"] == "approved"
+    assert cli.json("artifacts", "show", artifact_id)["status"] == "in_review"  # still leased
+    done = cli("artifacts", "submit", crashed_id)
+    assert_error(done, "is approved: 'submit' is not allowed; you can: revise, archive, supersede")
+
+
+def test_a_refusal_while_awaiting_approval_says_a_human_decides(cli: Cli) -> None:
+    cli.setup("--requires-approval")
+    waiting = cli.json("artifacts", "submit", "--type", "post", cli.file("g.json", GOOD), code=1)
+    artifact_id = waiting["artifact"]["id"]
+    refused = cli("artifacts", "withdraw", artifact_id)
+    assert_error(
+        refused,
+        "is in_review: 'withdraw' is not allowed",
+        "waits for a human",
+        f"rubricflow artifacts approve {artifact_id} --reason",
+        "or: approve, reject, override",
+    )
+    assert "await_approval" not in refused.stderr

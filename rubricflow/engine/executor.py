@@ -337,7 +337,7 @@ async def evaluate_cases(
         raise ConfigurationError(f"target concurrency must be at least 1, got {target_concurrency}")
     pending: list[asyncio.Task[Evaluation]] = []
 
-    async def items() -> AsyncIterator[Any]:
+    async def items() -> AsyncGenerator[Any, None]:
         if isinstance(cases, AsyncIterable):
             async for item in cases:
                 yield item

@@ -1,14 +1,21 @@
-"""AgentV eval files: v2 `evalcases` with rubric evaluators, and v4 `tests` with `llm-rubric`.
+"""AgentV eval files: v2 `evalcases` with rubric evaluators, and v4 `tests` with rubric
+assertions (`assertions:` or `assert:`; strings, `type: rubrics` with `criteria`, or
+`type: llm-rubric` with `value`).
 
 Each case (test) becomes one rubric: its own rubric items plus any file-level rubric
 evaluators. As in AgentV's code, an item's `required` defaults to true and the pass
 bar is 0.8. When any item has `score_ranges`, every item is scored 0..10 (AgentV's
-score-range mode). Unlike AgentV, duplicate item ids are rejected, and a required
-item that fails fails the whole case.
+score-range mode). An item's `operator: correctness` is a plain requirement;
+`operator: contradiction` (a guard: met unless the answer contradicts the outcome) is
+imported as that requirement, spelled out in the description. Unlike AgentV, duplicate
+item ids are rejected, and a required item that fails fails the whole case. A key
+rubricflow does not read that holds rubric items (`assertion:`, a v4 test's `rubrics:`)
+is an error, never silently dropped.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +25,27 @@ from rubricflow.formats.base import ImportResult, SourceReader, build_rubric, sh
 __all__ = ["AgentVFormat"]
 
 PASS_THRESHOLD = 0.8
-RUBRIC_EVALUATOR_TYPES = ("rubric", "llm-rubric", "llm_rubric")
+RUBRIC_EVALUATOR_TYPES = ("rubric", "rubrics", "llm-rubric", "llm_rubric")
+ASSERT_KEYS = ("assertions", "assert")  # v4.42 documents `assertions`; older files `assert`
+V4_TEST_KEYS = (*ASSERT_KEYS, "vars", "criteria")
+# what each operator means for the criterion's description (None: the outcome as written)
+OPERATORS: dict[str, str | None] = {
+    "correctness": None,
+    "contradiction": (
+        "Makes no claim that contradicts the following (the answer need not mention it): {}"
+    ),
+}
+_ITEMS_FIX = (
+    "move them into the test's `assertions` (plain strings, or `type: rubrics` with a "
+    "`criteria` list)"
+)
+# keys read elsewhere or known not to hold rubric items, per kind of mapping
+_V2_TOP_KEYS = frozenset({"evalcases", "execution"})
+_V4_TOP_KEYS = frozenset({"tests", "defaultTest", "default_test", "execution", *ASSERT_KEYS})
+_V2_CASE_KEYS = frozenset({"rubrics", "execution"})
+_V4_TEST_KEYS = frozenset({*ASSERT_KEYS, "vars", "execution", "criteria"})
+_EXECUTION_KEYS = frozenset({"evaluators"})
+_RUBRICISH_KEY = re.compile(r"ass?ert|rubric|criteri|evaluat|grader|check|item", re.IGNORECASE)
 
 
 class AgentVFormat:
@@ -32,7 +59,7 @@ class AgentVFormat:
             return 1.0
         tests = document.get("tests")
         if isinstance(tests, list) and all(
-            isinstance(t, Mapping) and ("assert" in t or "vars" in t) for t in tests
+            isinstance(t, Mapping) and any(key in t for key in V4_TEST_KEYS) for t in tests
         ):
             return 0.95
         return 0.0
@@ -45,9 +72,11 @@ class AgentVFormat:
         if "evalcases" in doc:
             cases = _v2_cases(reader, doc)
             version = "agentv-v2"
+            _unread_items(reader, doc, "", _V2_TOP_KEYS, "v2 file")
         else:
             cases = _v4_cases(reader, doc)
             version = "agentv-v4"
+            _unread_items(reader, doc, "", _V4_TOP_KEYS, "v4 file")
         reader.raise_if_problems()
         rubrics = []
         seen: dict[str, str] = {}
@@ -98,6 +127,9 @@ def _rubric_evaluators(
                 where, f"evaluator type {shown(evaluator.get('type'))} is not a rubric; skipped"
             )
             continue
+        _unread_items(
+            reader, evaluator, where, frozenset({"rubrics"}), "rubric evaluator", texts=True
+        )
         for item_index, item in enumerate(
             reader.sequence(evaluator.get("rubrics") or [], f"{where}.rubrics") or []
         ):
@@ -127,6 +159,7 @@ def _v2_cases(reader: SourceReader, doc: Mapping[str, Any]) -> list[_Case]:
             entry.items.append((f"{path}.rubrics[{item_index}]", item))
         entry.items.extend(_rubric_evaluators(reader, case, f"{path}."))
         entry.items.extend(shared)
+        _unread_items(reader, case, path, _V2_CASE_KEYS, "v2 eval case")
         if not entry.items:
             if not outcome:
                 reader.warn(path, "case has neither rubrics nor expected_outcome; skipped")
@@ -142,10 +175,16 @@ def _v2_cases(reader: SourceReader, doc: Mapping[str, Any]) -> list[_Case]:
 
 
 def _v4_cases(reader: SourceReader, doc: Mapping[str, Any]) -> list[_Case]:
+    # suite-level items, appended to every test: `defaultTest`'s, then the file's own
+    # `assertions` (a test with `execution.skip_defaults: true` leaves both out)
     shared: list[tuple[str, Any]] = []
-    default = doc.get("defaultTest") or doc.get("default_test")
+    key = "defaultTest" if "defaultTest" in doc else "default_test"
+    default = doc.get(key)
     if isinstance(default, Mapping):
-        shared = _v4_asserts(reader, default.get("assert"), "defaultTest.assert")
+        shared = _v4_asserts(reader, default, key)
+        _unread_items(reader, default, key, frozenset(ASSERT_KEYS), "defaultTest")
+    shared += _v4_asserts(reader, doc, "")
+    _v4_execution(reader, doc, "")
     cases = []
     for index, raw in enumerate(reader.sequence(doc.get("tests"), "tests") or []):
         path = f"tests[{index}]"
@@ -155,47 +194,164 @@ def _v4_cases(reader: SourceReader, doc: Mapping[str, Any]) -> list[_Case]:
         case_id = reader.text(case, "id", path) or f"test-{index + 1}"
         raw_vars = case.get("vars")
         variables: Mapping[str, Any] = raw_vars if isinstance(raw_vars, Mapping) else {}
+        criteria = _test_criteria(reader, case, path)
         entry = _Case(
             case_id,
             path,
-            reader.text(case, "description", path) or "",
-            _case_extra(variables.get("input"), variables.get("expected_output")),
+            reader.text(case, "description", path) or criteria,
+            _case_extra(
+                case.get("input", variables.get("input")),
+                case.get("expected_output", variables.get("expected_output")),
+            ),
         )
-        entry.items = _v4_asserts(reader, case.get("assert"), f"{path}.assert") + shared
+        own = _v4_asserts(reader, case, path)
+        _v4_execution(reader, case, path)
+        _unread_items(reader, case, path, _V4_TEST_KEYS, "v4 test")
+        execution = case.get("execution")
+        skip_defaults = isinstance(execution, Mapping) and execution.get("skip_defaults") is True
+        entry.items = own + ([] if skip_defaults else shared)
         if not entry.items:
-            reader.warn(path, "test has no llm-rubric asserts; skipped")
-            continue
+            if criteria and not any(case.get(k) is not None for k in ASSERT_KEYS):
+                reader.warn(
+                    path,
+                    "test has no assertions; AgentV would grade its `criteria` with its "
+                    "default judge, so it is imported as a single required criterion",
+                )
+                entry.items.append((f"{path}.criteria", criteria))
+            else:
+                reader.warn(path, "test has no rubric assertions; skipped")
+                continue
         cases.append(entry)
     return cases
 
 
-def _v4_asserts(reader: SourceReader, raw: Any, path: str) -> list[tuple[str, Any]]:
-    if raw is None:
+def _test_criteria(reader: SourceReader, case: Mapping[str, Any], path: str) -> str:
+    """A v4 test's `criteria`: the text of what it checks (not a list of rubric items)."""
+    raw = case.get("criteria")
+    if isinstance(raw, list | tuple):
+        reader.problem(
+            f"{path}.criteria",
+            "a test's `criteria` is the text of what the test checks, not a list of rubric "
+            "items; put the items in the test's `assertions`, as plain strings or under a "
+            "`type: rubrics` assertion's `criteria`",
+        )
+        return ""
+    return reader.text(case, "criteria", path) or ""
+
+
+def _v4_execution(reader: SourceReader, holder: Mapping[str, Any], path: str) -> None:
+    """v4 reads no rubric items under `execution`: refuse any found there."""
+    execution = holder.get("execution")
+    if isinstance(execution, Mapping):
+        where = f"{path}.execution" if path else "execution"
+        _unread_items(reader, execution, where, frozenset(), "execution")
+
+
+def _v4_asserts(
+    reader: SourceReader, holder: Mapping[str, Any], path: str
+) -> list[tuple[str, Any]]:
+    """The rubric items of `holder`'s `assertions` (or `assert`, the older name)."""
+    present = [key for key in ASSERT_KEYS if holder.get(key) is not None]
+    prefix = f"{path}." if path else ""
+    if len(present) > 1:
+        reader.problem(
+            f"{prefix}assert",
+            "both `assertions` and `assert` are given; AgentV reads one list, so move these "
+            "entries into `assertions`",
+        )
         return []
+    if not present:
+        return []
+    key = present[0]
     items: list[tuple[str, Any]] = []
-    for index, entry in enumerate(reader.sequence(raw, path) or []):
-        where = f"{path}[{index}]"
+    for index, entry in enumerate(reader.sequence(holder[key], f"{prefix}{key}") or []):
+        where = f"{prefix}{key}[{index}]"
         if isinstance(entry, str):
             items.append((where, entry))
         elif isinstance(entry, Mapping) and entry.get("type") in RUBRIC_EVALUATOR_TYPES:
-            value = entry.get("value")
-            if value is None:
-                reader.problem(
-                    f"{where}.value",
-                    f"an {entry.get('type')} assert needs `value`: a list of rubric items "
-                    "(texts, or mappings with id, outcome, weight, required)",
-                )
-                continue
-            if isinstance(value, str):
-                items.append((f"{where}.value", value))
-                continue
-            for item_index, item in enumerate(reader.sequence(value, f"{where}.value") or []):
-                items.append((f"{where}.value[{item_index}]", item))
+            items.extend(_rubric_assertion(reader, entry, where))
+        elif isinstance(entry, Mapping) and entry.get("type") is None and _is_item(entry):
+            reader.problem(
+                where,
+                "a rubric item cannot stand alone in the assertions; write it as a plain "
+                "string, or put it in the `criteria` list of a `type: rubrics` assertion",
+            )
         elif isinstance(entry, Mapping):
             reader.warn(where, f"assert type {shown(entry.get('type'))} is not a rubric; skipped")
         else:
             reader.problem(where, "expected a rubric item text or an assert mapping")
     return items
+
+
+def _rubric_assertion(
+    reader: SourceReader, entry: Mapping[str, Any], where: str
+) -> list[tuple[str, Any]]:
+    """The items of one rubric assertion: `type: rubrics` lists them under `criteria`,
+    `type: llm-rubric` under `value` (each a list, or one text)."""
+    kind = entry.get("type")
+    keys = [key for key in ("criteria", "value") if entry.get(key) is not None]
+    _unread_items(
+        reader, entry, where, frozenset({"criteria", "value"}), f"{kind} assertion", texts=True
+    )
+    usual = "value" if kind in ("llm-rubric", "llm_rubric") else "criteria"
+    if len(keys) > 1:
+        reader.problem(
+            f"{where}.value",
+            f"both `criteria` and `value` list rubric items; give them once, under `{usual}`",
+        )
+        return []
+    if not keys:
+        reader.problem(
+            f"{where}.{usual}",
+            f"a `{kind}` assert needs `{usual}`: a list of rubric items (texts, or mappings "
+            "with id, outcome, weight, required)",
+        )
+        return []
+    key = keys[0]
+    value = entry[key]
+    if isinstance(value, str):
+        return [(f"{where}.{key}", value)]
+    return [
+        (f"{where}.{key}[{index}]", item)
+        for index, item in enumerate(reader.sequence(value, f"{where}.{key}") or [])
+    ]
+
+
+def _is_item(value: Any) -> bool:
+    """Whether a mapping looks like a rubric item or a rubric assertion."""
+    return isinstance(value, Mapping) and (
+        value.get("type") in RUBRIC_EVALUATOR_TYPES
+        or any(
+            key in value
+            for key in ("outcome", "expected_outcome", "score_ranges", "criteria", "rubrics")
+        )
+    )
+
+
+def _unread_items(
+    reader: SourceReader,
+    holder: Mapping[str, Any],
+    path: str,
+    known: frozenset[str],
+    what: str,
+    *,
+    texts: bool = False,
+) -> None:
+    """Refuse keys rubricflow does not read that hold rubric items: a list under a
+    rubric-like name (`assertion`, `rubrics`, `checks`; any name when `texts`) with a text
+    or item in it, or any list holding an item mapping. Importing without them would grade
+    less than the author meant."""
+    for key, value in holder.items():
+        if key in known or not isinstance(value, list | tuple) or not value:
+            continue
+        named = texts or (isinstance(key, str) and _RUBRICISH_KEY.search(key) is not None)
+        if any(_is_item(item) or (named and isinstance(item, str)) for item in value):
+            where = f"{path}.{key}" if path else str(key)
+            reader.problem(
+                where,
+                f"rubricflow does not read `{key}` in an AgentV {what}, and it holds rubric "
+                f"items that would be ignored; {_ITEMS_FIX}",
+            )
 
 
 def _case_extra(case_input: Any, expected: Any) -> dict[str, Any]:
@@ -220,14 +376,21 @@ def _criterion(reader: SourceReader, raw: Any, path: str, number: int) -> dict[s
         or ""
     )
     item_id = reader.text(item, "id", path) or f"rubric-{number}"
-    if item.get("operator") is not None:
-        # an operator (e.g. contradiction) inverts what the outcome means; importing it
-        # as a plain requirement would grade the opposite of what the author meant
-        reader.problem(
-            f"{path}.operator",
-            f"rubric item operator {shown(item.get('operator'))} is not supported; rewrite "
-            "the item as a requirement the answer must meet (e.g. 'Does not claim ...')",
-        )
+    operator = item.get("operator")
+    if operator is not None:
+        # correctness is what a criterion means anyway; contradiction inverts it (met
+        # unless the answer contradicts the outcome), so the description says so
+        if isinstance(operator, str) and operator in OPERATORS:
+            template = OPERATORS[operator]
+            if template is not None:
+                outcome = template.format(outcome)
+        else:
+            reader.problem(
+                f"{path}.operator",
+                f"unknown rubric item operator {shown(operator)}; AgentV knows "
+                f"{', '.join(OPERATORS)}: use one of them, or remove `operator` and write the "
+                "item as a requirement the answer must meet (e.g. 'Does not claim ...')",
+            )
     criterion: dict[str, Any] = {
         "id": item_id,
         "description": outcome,

@@ -15,7 +15,10 @@ the judge read a spec the same way:
 - `response_regex_extractor`: over the response (the content under review);
 - `conversation_extractor`: over the conversation, `user: {query}\\nassistant: {content}`
   (the content alone when there is no query);
-- `combined_extractor`: the fields of its `extractors`.
+- `combined_extractor`: the fields of its `extractors`;
+- `default_extractor` (the RubricJudgeSpec server's own default spec): each field is the
+  whole response (the content under review), exactly what `${content}` shows; it takes no
+  pattern (`extraction_pattern` empty or null), and its field may be named `content`.
 """
 
 from __future__ import annotations
@@ -94,11 +97,14 @@ def render_prompt(
 # -- extractors ---------------------------------------------------------------------
 
 COMBINED = "combined_extractor"
+DEFAULT = "default_extractor"
 EXTRACTOR_KINDS: dict[str, str] = {
     "regex_extractor": "request",
     "response_regex_extractor": "response",
     "conversation_extractor": "conversation",
+    DEFAULT: "response",
 }
+_CONTENT_KINDS = ("conversation_extractor", "response_regex_extractor", DEFAULT)
 _KNOWN = ", ".join(sorted([COMBINED, *EXTRACTOR_KINDS]))
 FIELD_TYPES = ("STRING", "FLOAT", "INT", "BOOLEAN")
 _JUDGEMENT_FIELDS = ("rationale", "score")
@@ -132,9 +138,7 @@ class ExtractionField:
     @property
     def covers_content(self) -> bool:
         """Whether its value can show the judge the response under review."""
-        return self.kind in ("conversation_extractor", "response_regex_extractor") or (
-            self.pattern is None
-        )
+        return self.kind in _CONTENT_KINDS or self.pattern is None
 
 
 @dataclass(frozen=True)
@@ -177,7 +181,15 @@ def _read_field(
     source = data.get("extraction_pattern")
     pattern: re.Pattern[str] | None = None
     where = _join(path, "extraction_pattern")
-    if isinstance(source, str):
+    if kind == DEFAULT:
+        if source not in (None, ""):
+            reader.problem(
+                where,
+                "a default_extractor passes the whole response through and takes no pattern, "
+                f'got {shown(source)}; set it to "" or null, or use response_regex_extractor '
+                "to extract part of the response",
+            )
+    elif isinstance(source, str):
         try:
             pattern = re.compile(source)
         except (re.error, OverflowError, RecursionError) as error:
@@ -290,7 +302,13 @@ def read_extractors(
                 f"{field.name!r} is ignored: only `rationale` and `score` are read from the "
                 "judge's answer",
             )
-        elif not judgement and field.name in BUILTIN_PLACEHOLDERS:
+        elif (
+            not judgement
+            and field.name in BUILTIN_PLACEHOLDERS
+            # the server's default spec: a default_extractor `content` field is the response,
+            # the same text the built-in ${content} holds
+            and not (field.kind == DEFAULT and field.name == "content")
+        ):
             reader.problem(
                 where,
                 f"{field.name!r} is a built-in placeholder (${{{field.name}}} is filled by "
@@ -323,7 +341,7 @@ def extractors_from_config(
 
 
 def _source_text(kind: str, content: str, query: str | None) -> str:
-    if kind == "response_regex_extractor" or not query:
+    if kind in ("response_regex_extractor", DEFAULT) or not query:
         return content
     if kind == "conversation_extractor":
         return f"user: {query}\nassistant: {content}"

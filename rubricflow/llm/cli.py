@@ -164,9 +164,32 @@ def check(
 @llm_app.command("cache")
 def cache(
     clear: Annotated[bool, typer.Option("--clear", help="Remove every cached answer.")] = False,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            metavar="URL",
+            help="Use the judge cache in this store (URL or SQLite file): the one "
+            "`rubricflow eval --db URL` uses, instead of the local file.",
+        ),
+    ] = None,
+    use_store: Annotated[
+        bool,
+        typer.Option(
+            "--store",
+            help="Use the judge cache in the store at $RUBRICFLOW_DB, else ./rubricflow.db "
+            "(implied by --db).",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Show where the judge answer cache is and how big it is (or clear it)."""
+    """Show where the judge answer cache is and how big it is (or clear it).
+
+    Without --db or --store this is the local cache file `rubricflow eval` uses; with
+    them, the `judge_cache` table of a store, which `rubricflow eval --db URL` uses."""
+    if db is not None or use_store:
+        _store_cache(db, clear=clear, as_json=as_json)
+        return
     from rubricflow.llm.cache import default_cache
 
     store = default_cache()
@@ -191,3 +214,75 @@ def cache(
     if clear:
         out.print(f"removed {stats['removed']} cached answer(s)")
     out.print(f"{escape(stats['path'])}: {stats['entries']} answer(s), {stats['bytes']:,} bytes")
+    _hint_at_the_store()
+
+
+def _hint_at_the_store() -> None:
+    """$RUBRICFLOW_DB names a store whose cache `eval --db` fills: say how to see it."""
+    import os
+
+    from rubricflow.store.url import DB_ENV
+
+    if os.environ.get(DB_ENV):
+        err.print(
+            f"note: this is the local cache file; the judge cache of the store in ${DB_ENV} "
+            "(used by `rubricflow eval --db`) is shown by `rubricflow llm cache --store`"
+        )
+
+
+def _store_cache(db: str | None, *, clear: bool, as_json: bool) -> None:
+    """`llm cache --db URL` / `--store`: the store's judge cache, shown or cleared."""
+    from rubricflow.store import Store
+
+    async def run() -> dict[str, Any]:
+        store = await Store.open(_existing_store_url(db))
+        try:
+            removed = await store.judge_cache.clear() if clear else None
+            stats = await store.judge_cache.stats()
+        finally:
+            await store.close()
+        if removed is not None:
+            stats["removed"] = removed
+        return stats
+
+    try:
+        stats = asyncio.run(run())
+    except RubricflowError as error:
+        _fail(str(error))
+        return
+    if as_json:
+        out.print_json(json.dumps(stats))
+        return
+    if clear:
+        out.print(f"removed {stats['removed']} cached answer(s)")
+    out.print(
+        f"judge cache in {escape(stats['db'])}: {stats['entries']} answer(s), "
+        f"{stats['chars']:,} characters, served {stats['hits']:,} time(s)"
+    )
+
+
+def _existing_store_url(db: str | None) -> str:
+    """The store URL (`db`, else $RUBRICFLOW_DB, else ./rubricflow.db). A SQLite file that
+    does not exist is an error: looking at a cache must not create an empty store."""
+    import os
+    from pathlib import Path
+
+    from sqlalchemy.engine import make_url
+
+    from rubricflow.errors import NotFoundError
+    from rubricflow.store.url import DB_ENV, resolve_url
+
+    url = resolve_url(db)
+    parsed = make_url(url)
+    file = parsed.database or ""
+    if (
+        parsed.get_backend_name() == "sqlite"
+        and file not in ("", ":memory:")
+        and not Path(file).exists()
+    ):
+        source = "--db" if db else f"${DB_ENV}" if os.environ.get(DB_ENV) else "the default"
+        raise NotFoundError(
+            f"no store at {file} ({source}): give the database `rubricflow eval --db URL` "
+            f"stores to with --db URL (or set {DB_ENV})"
+        )
+    return url

@@ -5,6 +5,11 @@ defects: a review that cannot finish goes back to `pending_review` (`abort_revie
 resubmitting from `needs_revision` works, and `revise` starts a new revision in `draft`
 while the old revision is recorded as `superseded`. `await_approval` records a passing
 review of a type that requires a human's approval (the artifact stays `in_review`).
+`supersede` retires an artifact another artifact replaces (dataknobs' edges from `draft`,
+`needs_revision` and `approved`); a superseded artifact can only be archived.
+
+`SYSTEM_TRIGGERS` are fired by rubricflow's reviews, never by a person; `human_triggers`
+filters them out of what a person is told they can do.
 """
 
 from __future__ import annotations
@@ -15,7 +20,16 @@ from transitions import Machine, MachineError
 
 from rubricflow.errors import IllegalTransitionError
 
-__all__ = ["EDGES", "FINAL_STATES", "STATES", "TRIGGERS", "ArtifactState", "Lifecycle"]
+__all__ = [
+    "EDGES",
+    "FINAL_STATES",
+    "STATES",
+    "SYSTEM_TRIGGERS",
+    "TRIGGERS",
+    "ArtifactState",
+    "Lifecycle",
+    "human_triggers",
+]
 
 ArtifactState = Literal[
     "draft",
@@ -48,8 +62,18 @@ EDGES: dict[str, tuple[tuple[str, ...], str]] = {
     # a passing review of a type that `requires_approval`: the artifact stays in review,
     # released by the reviewer and waiting for a named human's `approve` (or `reject`)
     "await_approval": (("in_review",), "in_review"),
+    # another artifact replaces this one (`ArtifactRegistry.supersede(..., by=OTHER)`)
+    "supersede": (("draft", "needs_revision", "approved"), "superseded"),
 }
 TRIGGERS: tuple[str, ...] = tuple(EDGES)
+
+# fired by a review (a worker or an inline review), never by a person or a bot's call
+SYSTEM_TRIGGERS = frozenset({"start_review", "request_revision", "abort_review", "await_approval"})
+
+
+def human_triggers(triggers: list[str]) -> list[str]:
+    """`triggers` without the ones only rubricflow's reviews fire, order kept."""
+    return [trigger for trigger in triggers if trigger not in SYSTEM_TRIGGERS]
 
 
 class _Cursor:

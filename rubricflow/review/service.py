@@ -29,12 +29,13 @@ from rubricflow.errors import (
     ConfigurationError,
     ContentValidationError,
     IllegalTransitionError,
+    NotFoundError,
     ReviewError,
 )
 from rubricflow.model import Rubric
 from rubricflow.plugins import PluginRegistry, default_plugins
 from rubricflow.results import Evaluation, Target
-from rubricflow.review.lifecycle import Lifecycle
+from rubricflow.review.lifecycle import Lifecycle, human_triggers
 from rubricflow.store import Store
 from rubricflow.store._sql import utcnow
 from rubricflow.store.artifacts import (
@@ -205,6 +206,8 @@ class ArtifactRegistry:
         limit: int = 50,
         offset: int = 0,
     ) -> list[Artifact]:
+        """Artifacts (of one type, in one status), most recently changed first, a page at
+        a time. Also named `list`."""
         return await self.repository.list_artifacts(
             type_name=type_name, status=status, limit=limit, offset=offset
         )
@@ -708,6 +711,81 @@ class ArtifactRegistry:
     async def archive(self, artifact_id: str, *, actor: str, reason: str | None = None) -> Artifact:
         artifact = await self.repository.get(artifact_id)
         return await self._apply(artifact, "archive", actor=_named(actor), reason=reason)
+
+    async def supersede(
+        self, artifact_id: str, *, actor: str, reason: str, by: str | None = None
+    ) -> Artifact:
+        """Retire an artifact that another one replaces (from `draft`, `needs_revision` or
+        `approved`); `by` names the replacing artifact, which must exist. The event's
+        reason reads "superseded by BY: REASON"."""
+        who, why = _named(actor), _why(reason)
+        artifact = await self.repository.get(artifact_id)
+        if by is not None:
+            by = by.strip()
+            if by == artifact.id:
+                raise ReviewError(
+                    f"artifact {artifact_id!r} cannot supersede itself; name the artifact "
+                    "that replaces it (`--by OTHER_ID`)"
+                )
+            try:
+                await self.repository.get(by)
+            except NotFoundError:
+                raise NotFoundError(
+                    f"no artifact {by!r} to supersede {artifact_id!r} with; create the "
+                    "replacement first (`rubricflow artifacts create FILE --type TYPE`) and "
+                    "name its id with --by"
+                ) from None
+            why = f"superseded by {by}: {why}"
+        return await self._apply(artifact, "supersede", actor=who, reason=why)
+
+    # --- messages for people ---------------------------------------------------------------
+    async def explain_refusal(self, error: IllegalTransitionError) -> str:
+        """`error` told to a person: the triggers only rubricflow's reviews fire are left
+        out of what is allowed, and an artifact under review says what to do (wait, or
+        run a worker to take over a review whose worker is gone). The error itself keeps
+        the machine's full answer for programs."""
+        try:
+            artifact = await self.repository.get(error.artifact_id)
+        except NotFoundError:
+            return str(error)
+        head = f"artifact {artifact.id!r} is {artifact.status}: {error.trigger!r} is not allowed"
+        allowed = human_triggers(self.lifecycle.allowed_triggers(artifact.status))
+        if artifact.status == "in_review" and not artifact.awaiting_approval:
+            allowed = [t for t in allowed if t != "approve"]  # only once the review passed
+        others = ", ".join(allowed) if allowed else "nothing (the state is final)"
+        if artifact.status != "in_review":
+            hint = ""
+            if artifact.status == "pending_review" and error.trigger == "submit":
+                hint = (
+                    "; it is already queued for review: a worker reviews it "
+                    "(`rubricflow worker --once`)"
+                )
+            return f"{head}{hint}; you can: {others}"
+        if artifact.awaiting_approval:
+            return (
+                f"{head}; its review passed and waits for a human: approve it "
+                f"(`rubricflow artifacts approve {artifact.id} --reason ...`), or: {others}"
+            )
+        owner = artifact.lease_owner or "a worker"
+        expires = artifact.lease_expires_at
+        if expires is None or expires < utcnow():
+            since = f" at {expires:%Y-%m-%d %H:%M:%S} UTC" if expires is not None else ""
+            state = (
+                f"its review by {owner} stopped (the lease expired{since}; that worker is "
+                "gone): run `rubricflow worker --once` to take the review over and finish "
+                "it, then try again"
+            )
+        else:
+            state = (
+                f"it is being reviewed by {owner} (lease until {expires:%Y-%m-%d %H:%M:%S} "
+                "UTC): wait for the review to finish; if that worker is gone, run "
+                "`rubricflow worker --once` once the lease has expired, to take the review over"
+            )
+        return f"{head}; {state}. A person can also: {others}"
+
+    # `list` (the issue's name) is `list_artifacts`. Last in the class on purpose: below
+    # this line `list` in an annotation would name this method, not the builtin.
+    list = list_artifacts
 
 
 def _outcome(

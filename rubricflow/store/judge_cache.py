@@ -1,9 +1,12 @@
 """The judge cache kept in the store, so several workers share answers (see rubricflow.llm).
 
-Implements the `JudgeCache` protocol: `await get(key)` and `await put(key, value)`.
+Implements the `JudgeCache` protocol: `await get(key)` and `await put(key, value)`; and,
+for `rubricflow llm cache --db URL`, `stats()` and `clear()`.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -14,6 +17,11 @@ from rubricflow.store.tables import JudgeCacheRow
 __all__ = ["StoreJudgeCache"]
 
 _cache = JudgeCacheRow.__table__  # type: ignore[attr-defined]
+_STATS = sa.select(
+    sa.func.count(),
+    sa.func.coalesce(sa.func.sum(sa.func.length(_cache.c.value)), 0),
+    sa.func.coalesce(sa.func.sum(_cache.c.hits), 0),
+)
 
 
 class StoreJudgeCache:
@@ -41,3 +49,22 @@ class StoreJudgeCache:
                     key=key, value=value, created_at=utcnow(), hits=0
                 )
             )
+
+    async def stats(self) -> dict[str, Any]:
+        """Where the cache is (`db`: the database URL, password masked), how many answers
+        it holds (`entries`), their total length in characters (`chars`) and how often
+        they were served (`hits`)."""
+        async with self.database.read() as connection:
+            entries, chars, hits = (await connection.execute(_STATS)).one()
+        return {
+            "db": self.database.display_url,
+            "entries": int(entries),
+            "chars": int(chars),
+            "hits": int(hits),
+        }
+
+    async def clear(self) -> int:
+        """Remove every cached answer; returns how many there were."""
+        async with self.database.transaction() as connection:
+            removed = await connection.execute(_cache.delete())
+        return int(removed.rowcount)

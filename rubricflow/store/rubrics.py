@@ -3,8 +3,9 @@
 A version, once stored, is immutable: registering the same id, version and content
 again is a no-op, the same id and version with other content is refused. "Latest" is
 the highest semantic version (pre-releases ordered as semver says), never the last
-write. `delete` hides a rubric from latest lookups and keeps every version readable by
-exact version; registering a new version restores it.
+write; versions semver ranks equal (build metadata only) go to the later registration,
+then the higher version string. `delete` hides a rubric from latest lookups and keeps
+every version readable by exact version; registering a new version restores it.
 """
 
 from __future__ import annotations
@@ -33,15 +34,45 @@ __all__ = ["RegisteredRubric", "RubricRegistry", "RubricVersionInfo"]
 
 _rubrics = RubricRow.__table__  # type: ignore[attr-defined]
 _versions = RubricVersionRow.__table__  # type: ignore[attr-defined]
-# every version of the rubrics not deleted (built once: `get` runs it on every review)
+_typed = _versions.alias("typed")
+# the (id, version) pairs of the rubrics not deleted, without their documents: "latest" is
+# picked in Python (semver order is not SQL's) and only the winners' documents are read.
+# Built once: `get` runs it on every review.
 _LIVE_VERSIONS = (
-    sa.select(_versions.c.rubric_id, _versions.c.version, _versions.c.document)
+    sa.select(
+        _versions.c.rubric_id,
+        _versions.c.version,
+        _versions.c.content_hash,
+        _versions.c.target_type,
+        _versions.c.created_at,
+    )
     .join(_rubrics, _rubrics.c.rubric_id == _versions.c.rubric_id)
     .where(_rubrics.c.deleted_at.is_(None))
 )
 _LIVE_VERSIONS_OF = _LIVE_VERSIONS.where(
     _versions.c.rubric_id.in_(sa.bindparam("ids", expanding=True))
 )
+# every version of the rubrics that have one targeting :target_type (found through the
+# target_type index): whether the *latest* version targets it is decided in Python
+_LIVE_VERSIONS_FOR_TARGET = _LIVE_VERSIONS.where(
+    _versions.c.rubric_id.in_(
+        sa.select(_typed.c.rubric_id).where(_typed.c.target_type == sa.bindparam("target_type"))
+    )
+)
+_DOCUMENTS_OF = sa.select(
+    _versions.c.rubric_id, _versions.c.version, _versions.c.content_hash, _versions.c.document
+).where(
+    sa.tuple_(_versions.c.rubric_id, _versions.c.version).in_(sa.bindparam("pairs", expanding=True))
+)
+_DOCUMENTS_AT_ONCE = 500  # (id, version) pairs per query: well under any bind-parameter limit
+
+
+def _latest_key(version: str, created_at: datetime) -> tuple[Any, ...]:
+    """How the registry orders the versions of one rubric, lowest first: by semver
+    precedence (pre-releases before the release, build metadata ignored), then, for
+    versions semver ranks equal (`1.0.0+a`, `1.0.0+b`), by registration time (the later
+    wins), then by the version string, so "latest" never depends on row order."""
+    return (semver_key(version), as_utc(created_at), version)
 
 
 @dataclass(frozen=True)
@@ -86,16 +117,21 @@ _PARSED_MAX = 256
 _parsed: dict[str, Rubric] = {}
 
 
-def _parsed_document(document: str) -> Rubric:
-    """The rubric a stored document holds. A stored version never changes and a `Rubric` is
-    frozen, so the parse (JSON Schemas checked, templates compiled: milliseconds) is done
-    once per document text and the result shared."""
-    rubric = _parsed.get(document)
+def _cached_rubric(content_hash: str) -> Rubric | None:
+    return _parsed.get(content_hash)
+
+
+def _parsed_document(content_hash: str, document: str) -> Rubric:
+    """The rubric a stored document holds. A stored version never changes, a `Rubric` is
+    frozen and its content hash is the sha256 of the document's content, so the parse
+    (JSON Schemas checked, templates compiled: milliseconds) is done once per content
+    hash and the result shared; a hash already parsed need not even be read again."""
+    rubric = _parsed.get(content_hash)
     if rubric is None:
         rubric = parse_rubric(json.loads(document))
         if len(_parsed) >= _PARSED_MAX:
             _parsed.pop(next(iter(_parsed)))
-        _parsed[document] = rubric
+        _parsed[content_hash] = rubric
     return rubric
 
 
@@ -201,7 +237,7 @@ class RubricRegistry:
         if version is not None:
             row = (
                 await connection.execute(
-                    sa.select(_versions.c.document).where(
+                    sa.select(_versions.c.content_hash, _versions.c.document).where(
                         _versions.c.rubric_id == rubric_id, _versions.c.version == version
                     )
                 )
@@ -210,8 +246,8 @@ class RubricRegistry:
                 known = await self._versions_of(connection, rubric_id)
                 hint = f"stored versions: {', '.join(known)}" if known else "no such rubric"
                 raise NotFoundError(f"rubric {rubric_id!r} has no version {version} ({hint})")
-            return _parsed_document(row.document)
-        latest = await self._latest(connection, [rubric_id])
+            return _parsed_document(row.content_hash, row.document)
+        latest = await self._latest(connection, _LIVE_VERSIONS_OF, {"ids": [rubric_id]})
         if rubric_id not in latest:
             raise NotFoundError(
                 f"no rubric {rubric_id!r} is registered (or it was deleted); "
@@ -247,17 +283,26 @@ class RubricRegistry:
             )
             for row in rows
         ]
-        return sorted(infos, key=lambda info: semver_key(info.version))
+        return sorted(infos, key=lambda info: _latest_key(info.version, info.created_at))
 
     async def list_latest(self) -> list[Rubric]:
         """The latest version of every rubric that is not deleted, by id."""
-        async with self.database.transaction() as connection:
-            latest = await self._latest(connection, None)
+        async with self.database.read() as connection:
+            latest = await self._latest(connection, _LIVE_VERSIONS, {})
         return [latest[key] for key in sorted(latest)]
 
     async def get_for_target(self, target_type: str) -> list[Rubric]:
-        """The latest, non-deleted rubrics whose latest version targets `target_type`."""
-        return [r for r in await self.list_latest() if r.target_type == target_type]
+        """The latest, non-deleted rubrics whose latest version targets `target_type`, by
+        id (a rubric whose older versions targeted it but whose latest does not is left
+        out)."""
+        async with self.database.read() as connection:
+            latest = await self._latest(
+                connection,
+                _LIVE_VERSIONS_FOR_TARGET,
+                {"target_type": target_type},
+                target_type=target_type,
+            )
+        return [latest[key] for key in sorted(latest)]
 
     async def delete(self, rubric_id: str) -> None:
         """Hide `rubric_id` from latest lookups; every version stays readable by version."""
@@ -278,23 +323,45 @@ class RubricRegistry:
 
     async def _versions_of(self, connection: AsyncConnection, rubric_id: str) -> list[str]:
         rows = await connection.execute(
-            sa.select(_versions.c.version).where(_versions.c.rubric_id == rubric_id)
+            sa.select(_versions.c.version, _versions.c.created_at).where(
+                _versions.c.rubric_id == rubric_id
+            )
         )
-        return sorted((row.version for row in rows), key=semver_key)
+        ordered = sorted(rows, key=lambda row: _latest_key(row.version, row.created_at))
+        return [row.version for row in ordered]
 
     async def _latest(
-        self, connection: AsyncConnection, ids: list[str] | None
+        self,
+        connection: AsyncConnection,
+        query: sa.Select[Any],
+        params: dict[str, Any],
+        *,
+        target_type: str | None = None,
     ) -> dict[str, Rubric]:
-        if ids is None:
-            rows = await connection.execute(_LIVE_VERSIONS)
-        else:
-            rows = await connection.execute(_LIVE_VERSIONS_OF, {"ids": ids})
-        best: dict[str, tuple[Any, str]] = {}
-        for row in rows:
-            key = semver_key(row.version)
+        """The latest version of each rubric `query` lists (optionally only those whose
+        latest version targets `target_type`). Versions are ordered in Python; only the
+        winners' documents are read, and only those not parsed already."""
+        best: dict[str, tuple[tuple[Any, ...], Any]] = {}
+        for row in await connection.execute(query, params):
+            key = _latest_key(row.version, row.created_at)
             if row.rubric_id not in best or key > best[row.rubric_id][0]:
-                best[row.rubric_id] = (key, row.document)
-        return {rid: _parsed_document(doc) for rid, (_, doc) in best.items()}
+                best[row.rubric_id] = (key, row)
+        winners = [row for _, row in best.values()]
+        if target_type is not None:
+            winners = [row for row in winners if row.target_type == target_type]
+        found: dict[str, Rubric] = {}
+        missing: list[tuple[str, str]] = []
+        for row in winners:
+            rubric = _cached_rubric(row.content_hash)
+            if rubric is None:
+                missing.append((row.rubric_id, row.version))
+            else:
+                found[row.rubric_id] = rubric
+        for start in range(0, len(missing), _DOCUMENTS_AT_ONCE):
+            chunk = missing[start : start + _DOCUMENTS_AT_ONCE]
+            for doc in await connection.execute(_DOCUMENTS_OF, {"pairs": chunk}):
+                found[doc.rubric_id] = _parsed_document(doc.content_hash, doc.document)
+        return found
 
 
 def _next_patch(version: str) -> str:

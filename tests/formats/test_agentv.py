@@ -372,3 +372,294 @@ def test_v4_errors_name_the_source_path(change: Any, path: str, words: str) -> N
     matching = [message for where, message in problems if where == path]
     assert matching, problems
     assert words in matching[0]
+
+
+# -- v4.42: `assertions`, `type: rubrics` + `criteria`, operators ----------------------
+
+# the two "Basic Usage" forms of AgentV's v4.42 rubric docs, as whole files
+PLAIN_STRINGS: dict[str, Any] = {
+    "tests": [
+        {
+            "id": "binary-search",
+            "criteria": "Explain how binary search works",
+            "input": "Explain binary search",
+            "assertions": [
+                "Says the list must be sorted",
+                "Explains halving the range",
+                "States O(log n) time",
+            ],
+        }
+    ]
+}
+FULL_FORM: dict[str, Any] = {
+    "tests": [
+        {
+            "id": "binary-search",
+            "criteria": "Explain how binary search works",
+            "input": "Explain binary search",
+            "assertions": [
+                {
+                    "type": "rubrics",
+                    "criteria": [
+                        "Says the list must be sorted",
+                        "Explains halving the range",
+                        "States O(log n) time",
+                    ],
+                }
+            ],
+        }
+    ]
+}
+
+
+@pytest.mark.parametrize("document", [PLAIN_STRINGS, FULL_FORM], ids=["strings", "full-form"])
+def test_v4_42_documented_forms_are_detected_and_loaded(document: dict[str, Any]) -> None:
+    from rubricflow.formats.agentv import AgentVFormat
+
+    assert AgentVFormat().detect(document) == 0.95
+    loaded = load_document(document)  # detected, no format given
+    assert loaded.format == "agentv"
+    assert loaded.warnings == []
+    (rubric,) = loaded.rubrics
+    assert (rubric.id, rubric.description) == ("binary-search", "Explain how binary search works")
+    assert rubric.metadata == {
+        "imported_from": "agentv-v4",
+        "agentv": {"input": "Explain binary search"},
+    }
+    assert [summary(c) for c in rubric.criteria] == [
+        ("rubric-1", 1.0, True, None, "llm"),
+        ("rubric-2", 1.0, True, None, "llm"),
+        ("rubric-3", 1.0, True, None, "llm"),
+    ]
+    assert rubric.criteria[1].description == "Explains halving the range"
+
+
+def test_v4_42_fixture_strings_full_form_suite_assertions_and_skip_defaults() -> None:
+    loaded = load("v4_assertions_mergesort.yaml")
+    rubrics = by_id(loaded)
+    assert list(rubrics) == [
+        "mergesort-plain",
+        "mergesort-full-form",
+        "mergesort-checklist",
+        "mergesort-analytic",
+    ]
+    plain = rubrics["mergesort-plain"]
+    assert plain.description == "Explain how merge sort works"  # the test's `criteria`
+    assert plain.metadata["agentv"] == {"input": "Explain the merge sort algorithm"}
+    assert [summary(c) for c in plain.criteria] == [
+        ("rubric-1", 1.0, True, None, "llm"),
+        ("rubric-2", 1.0, True, None, "llm"),
+        ("rubric-3", 1.0, True, None, "llm"),
+        ("rubric-4", 1.0, True, None, "llm"),  # the file's suite-level `assertions`
+    ]
+    assert plain.criteria[3].description == "Uses words a first-year student can follow"
+    full = rubrics["mergesort-full-form"]
+    assert [(c.id, c.description) for c in full.criteria] == [
+        ("rubric-1", "Mentions splitting the list into halves"),
+        ("rubric-2", "Explains the merge step"),
+        ("rubric-3", "Uses words a first-year student can follow"),
+    ]
+    checklist = rubrics["mergesort-checklist"]  # execution.skip_defaults: true
+    assert [summary(c) for c in checklist.criteria] == [
+        ("core-idea", 2.0, True, None, "llm"),
+        ("stability", 1.5, True, None, "llm"),  # required defaults to true
+        ("memory", 1.0, False, None, "llm"),
+    ]
+    assert checklist.metadata["agentv"]["expected_output"][0]["role"] == "assistant"
+    assert checklist.pass_threshold == 0.8
+    assert {w.path: w.message for w in loaded.warnings} == {
+        "tests[2].assertions[1]": "assert type 'code-grader' is not a rubric; skipped"
+    }
+
+
+def test_v4_42_fixture_score_ranges() -> None:
+    rubric = by_id(load("v4_assertions_mergesort.yaml"))["mergesort-analytic"]
+    assert [summary(c) for c in rubric.criteria] == [
+        ("accuracy", 2.0, True, 0.7, "llm_score"),
+        ("brevity", 1.0, True, 0.5, "llm_score"),  # required_min_score 5 -> 0.5
+        ("rubric-3", 1.0, True, None, "llm_score"),  # suite-level item, score-range mode
+    ]
+    accuracy, brevity = rubric.criteria[:2]
+    assert [(b.min, b.max) for b in accuracy.score_ranges] == [
+        (0, 2),
+        (3, 4),
+        (5, 6),
+        (7, 9),
+        (10, 10),
+    ]
+    assert accuracy.score_ranges[0].description == "Wrong algorithm or wrong complexity"
+    assert [(b.min, b.max) for b in brevity.score_ranges] == [(0, 4), (5, 7), (8, 9), (10, 10)]
+
+
+def test_v4_42_operators_legacy_assert_and_criteria_only_tests() -> None:
+    loaded = load("v4_assertions_operators.yaml")
+    rubrics = by_id(loaded)
+    revenue = rubrics["q3-revenue"]
+    assert [summary(c) for c in revenue.criteria] == [
+        ("states-revenue", 1.0, True, None, "llm"),
+        ("no-revenue-conflict", 1.0, True, None, "llm"),
+        ("cites-filing", 0.5, False, None, "llm"),
+    ]
+    correctness, contradiction, plain = (c.description for c in revenue.criteria)
+    assert correctness == "States that revenue rose to $12M"  # a plain requirement
+    assert contradiction == (  # a guard: met unless the answer contradicts the outcome
+        "Makes no claim that contradicts the following (the answer need not mention it): "
+        "Revenue rose to $12M in Q3"
+    )
+    assert plain == "Cites the Q3 filing"
+    headcount = rubrics["q3-headcount"]  # the older `assert` + `type: llm-rubric` form
+    assert [(c.id, c.required) for c in headcount.criteria] == [
+        ("states-hires", True),
+        ("rubric-2", True),
+    ]
+    assert headcount.metadata["agentv"] == {"input": "How many people joined in Q3?"}
+    outlook = rubrics["q3-outlook"]  # no assertions: its `criteria` is graded
+    assert [(c.id, c.description, c.required) for c in outlook.criteria] == [
+        ("rubric-1", "Summarises the Q4 outlook without inventing figures", True)
+    ]
+    assert [w.path for w in loaded.warnings] == ["tests[2]"]
+    assert "grade its `criteria`" in loaded.warnings[0].message
+
+
+@pytest.mark.parametrize("name", ["v4_assertions_mergesort.yaml", "v4_assertions_operators.yaml"])
+def test_v4_42_fixtures_validate(name: str) -> None:
+    from typer.testing import CliRunner
+
+    from rubricflow.cli import app
+
+    for extra in ([], ["--format", "agentv"]):
+        result = CliRunner().invoke(app, ["validate", *extra, str(FOLDER / name)])
+        assert result.exit_code == 0, result.output
+        assert result.output.startswith("valid ")
+
+
+def v442_with(change: Any) -> dict[str, Any]:
+    document = copy.deepcopy(FULL_FORM)
+    change(document)
+    return document
+
+
+def first_test(document: dict[str, Any]) -> dict[str, Any]:
+    test: dict[str, Any] = document["tests"][0]
+    return test
+
+
+def first_item(document: dict[str, Any]) -> dict[str, Any]:
+    item: dict[str, Any] = {"id": "sorted", "outcome": "Says the list must be sorted"}
+    first_test(document)["assertions"][0]["criteria"][0] = item
+    return item
+
+
+@pytest.mark.parametrize(
+    ("change", "path", "words"),
+    [
+        (  # an operator AgentV does not have
+            lambda d: first_item(d).update(operator="similarity"),
+            "tests[0].assertions[0].criteria[0].operator",
+            "unknown rubric item operator 'similarity'; AgentV knows correctness, contradiction",
+        ),
+        (
+            lambda d: first_item(d).update(operator=["contradiction"]),
+            "tests[0].assertions[0].criteria[0].operator",
+            "remove `operator`",
+        ),
+        (  # a misspelt `assertions` holding the items: never silently dropped
+            lambda d: first_test(d).update(assertion=first_test(d).pop("assertions")),
+            "tests[0].assertion",
+            "rubricflow does not read `assertion` in an AgentV v4 test",
+        ),
+        (
+            lambda d: first_test(d).update(rubrics=["Cites a source"]),
+            "tests[0].rubrics",
+            "move them into the test's `assertions`",
+        ),
+        (
+            lambda d: d.update(asserts=["Is polite"]),
+            "asserts",
+            "rubricflow does not read `asserts` in an AgentV v4 file",
+        ),
+        (
+            lambda d: first_test(d).update(
+                execution={"evaluators": [{"type": "rubric", "rubrics": ["Is polite"]}]}
+            ),
+            "tests[0].execution.evaluators",
+            "holds rubric items that would be ignored",
+        ),
+        (
+            lambda d: first_test(d)["assertions"][0].update(items=["Cites a source"]),
+            "tests[0].assertions[0].items",
+            "rubricflow does not read `items` in an AgentV rubrics assertion",
+        ),
+        (
+            lambda d: first_test(d)["assertions"][0].pop("criteria"),
+            "tests[0].assertions[0].criteria",
+            "a `rubrics` assert needs `criteria`: a list of rubric items",
+        ),
+        (
+            lambda d: first_test(d)["assertions"][0].update(value=["Cites a source"]),
+            "tests[0].assertions[0].value",
+            "give them once, under `criteria`",
+        ),
+        (
+            lambda d: first_test(d).update(assert_=None, **{"assert": ["Is polite"]}),
+            "tests[0].assert",
+            "move these entries into `assertions`",
+        ),
+        (
+            lambda d: first_test(d).update(criteria=["Says the list must be sorted"]),
+            "tests[0].criteria",
+            "put the items in the test's `assertions`",
+        ),
+        (  # an item written straight into the assertions list
+            lambda d: first_test(d)["assertions"].append({"id": "x", "outcome": "Is short"}),
+            "tests[0].assertions[1]",
+            "put it in the `criteria` list of a `type: rubrics` assertion",
+        ),
+        (
+            lambda d: first_test(d)["assertions"][0].update(criteria={"id": "x"}),
+            "tests[0].assertions[0].criteria",
+            "expected a list",
+        ),
+    ],
+)
+def test_v4_42_errors_name_the_field_and_the_fix(change: Any, path: str, words: str) -> None:
+    problems = reject(v442_with(change))
+    matching = [message for where, message in problems if where == path]
+    assert matching, problems
+    assert words in matching[0]
+
+
+def test_v4_42_lists_that_hold_no_rubric_items_are_left_alone() -> None:
+    document = v442_with(
+        lambda d: first_test(d).update(
+            tags=["search", "algorithms"], input_files=["notes.md"], metadata={"x": [1]}
+        )
+    )
+    document["providers"] = ["default"]
+    loaded = load_document(document)
+    assert loaded.warnings == []
+    assert len(loaded.rubrics[0].criteria) == 3
+
+
+def test_v4_42_default_test_assertions_are_shared() -> None:
+    document = v442_with(lambda d: d.update(defaultTest={"assertions": ["Is polite"]}))
+    rubric = load_document(document).rubrics[0]
+    assert [c.description for c in rubric.criteria][-1] == "Is polite"
+
+
+def test_v2_unread_keys_holding_items_are_refused_and_operators_apply() -> None:
+    problems = dict(
+        reject(
+            v2_with(
+                lambda d: d.update(
+                    assertions=["Is polite"],
+                    execution={"evaluators": [{"type": "rubric", "criteria": ["Is brief"]}]},
+                )
+            )
+        )
+    )
+    assert "rubricflow does not read `assertions` in an AgentV v2 file" in problems["assertions"]
+    assert "`criteria`" in problems["execution.evaluators[0].criteria"]
+    document = v2_with(lambda d: d["evalcases"][1]["rubrics"][0].update(operator="contradiction"))
+    cites = load_document(document).rubrics[1].criteria[0]
+    assert cites.description.endswith("(the answer need not mention it): Cites a source")

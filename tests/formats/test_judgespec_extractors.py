@@ -412,3 +412,129 @@ def test_builtin_only_prompts_match_the_original_renderer(
     assert render_prompt(pre, rubric, post, builtins) == judgespec_prompt(
         pre, rubric, post, low=low, high=high, content=content
     )
+
+
+# -- default_extractor (the RubricJudgeSpec server's own default spec) ------------------
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "formats" / "rubricjudgespec"
+SERVER_DEFAULT = FIXTURES / "ticket_triage_server_default.json"
+
+
+def default_spec(*fields: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    document = json.loads(SERVER_DEFAULT.read_text(encoding="utf-8"))
+    if fields:
+        document["extract_variables"]["extraction_fields"] = list(fields)
+    document.update(changes)
+    return document
+
+
+def test_the_server_default_spec_with_default_extractor_loads() -> None:
+    loaded = load_file(SERVER_DEFAULT)
+    assert loaded.format == "rubricjudgespec"
+    assert loaded.warnings == []
+    (rubric,) = loaded.rubrics
+    assert rubric.id == "ticket_triage_server_default"
+    assert (rubric.scale.min, rubric.scale.max) == (1, 4)
+    config = rubric.criteria[0].scoring.config
+    assert config["extract_variables"] == {
+        "model_type": "default_extractor",
+        "extraction_fields": [
+            {
+                "name": "content",
+                "field_type": "STRING",
+                "required": True,
+                "extraction_pattern": "",  # kept as written; it means "no pattern"
+                "match_index": 0,
+            }
+        ],
+    }
+    variables, judgement = extractors_from_config(config)
+    assert variables is not None and judgement is not None
+    (content,) = variables.fields
+    assert (content.name, content.pattern, content.source) == ("content", None, "response")
+    assert content.covers_content
+
+
+@pytest.mark.parametrize("query", [None, "Which team handles refunds?"])
+def test_a_default_extractor_field_is_the_whole_content(query: str | None) -> None:
+    config = load_file(SERVER_DEFAULT).rubrics[0].criteria[0].scoring.config
+    variables, _ = extractors_from_config(config)
+    assert variables is not None
+    content = "Routed to Billing.\nSummary: customer was charged twice for order #88."
+    # the whole response, never the request, whatever the empty pattern would match
+    assert extract_values(variables, content=content, query=query) == {"content": content}
+
+
+def test_the_server_default_prompt_shows_the_judge_the_whole_content() -> None:
+    (rubric,) = load_file(SERVER_DEFAULT).rubrics
+    criterion = rubric.criteria[0]
+    config = criterion.scoring.config
+    variables, _ = extractors_from_config(config)
+    assert variables is not None
+    content = "Routed to Billing.\nSummary: charged twice for order #88."
+    values = extract_values(variables, content=content, query="help")
+    values.update(min_score="1", max_score="4")
+    prompt = render_prompt(config["prescript"], criterion.description, config["postscript"], values)
+    assert f"<content>\n{content}\n</content>" in prompt
+    assert "${" not in prompt
+    assert prompt == judgespec_prompt(
+        config["prescript"],
+        criterion.description,
+        config["postscript"],
+        low=1,
+        high=4,
+        content=content,
+    )
+
+
+def test_a_default_extractor_field_with_another_name_fills_it_with_the_content() -> None:
+    document = default_spec(
+        field("answer", None),
+        postscript="Answer:\n${answer}\nGive <score>${min_score}-${max_score}</score>.",
+    )
+    loaded = load_document(document, source="answer.json")
+    assert loaded.warnings == []  # `${answer}` shows the judge the content
+    variables, _ = extractors_from_config(loaded.rubrics[0].criteria[0].scoring.config)
+    assert variables is not None
+    assert extract_values(variables, content="the reply", query="the ask") == {
+        "answer": "the reply"
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "path", "words"),
+    [
+        (
+            {"extraction_pattern": "Routed to (\\w+)"},
+            "extract_variables.extraction_fields[0].extraction_pattern",
+            "a default_extractor passes the whole response through and takes no pattern",
+        ),
+        (
+            {"name": "max_score"},
+            "extract_variables.extraction_fields[0].name",
+            "built-in placeholder",
+        ),
+    ],
+)
+def test_default_extractor_problems_name_their_path(
+    change: dict[str, Any], path: str, words: str
+) -> None:
+    document = default_spec({**field("content", ""), **change})
+    problems = problems_of(document)
+    assert path in problems, problems
+    assert words in problems[path]
+    if "pattern" in words:
+        assert "response_regex_extractor" in problems[path]  # the fix
+
+
+def test_content_is_still_reserved_for_the_other_extractor_kinds() -> None:
+    document = default_spec()
+    document["extract_variables"]["model_type"] = "response_regex_extractor"
+    problems = problems_of(document)
+    assert "built-in placeholder" in problems["extract_variables.extraction_fields[0].name"]
+
+
+def test_validate_accepts_the_server_default_spec() -> None:
+    result = CliRunner().invoke(app, ["validate", str(SERVER_DEFAULT)])
+    assert result.exit_code == 0, result.output
+    assert "valid" in result.output and "rubricjudgespec" in result.output

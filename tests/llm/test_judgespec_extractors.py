@@ -6,9 +6,10 @@ extracted makes the criterion `unable_to_evaluate` before any call, and
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
-from rubricflow import evaluate, load_document, parse_rubric
+from rubricflow import evaluate, load_document, load_file, parse_rubric
 from rubricflow.model import Rubric
 
 from .fixtures import clean_llm_env, server, session_for
@@ -244,3 +245,31 @@ async def test_a_broken_pattern_in_a_native_file_is_an_error_not_a_call(
         ".extraction_pattern" in result.notes
     )
     assert server.requests == []
+
+
+SERVER_DEFAULT = (
+    Path(__file__).resolve().parent.parent
+    / "fixtures"
+    / "formats"
+    / "rubricjudgespec"
+    / "ticket_triage_server_default.json"
+)
+
+
+async def test_the_server_default_spec_sends_the_whole_content(server: ScriptedServer) -> None:
+    """`default_extractor` (the server's own default spec): `${content}` is the whole
+    response, not what its empty pattern would match."""
+    (rubric,) = load_file(SERVER_DEFAULT).rubrics
+    server.queue(openai_reply("<rationale>right team</rationale><score>4</score>"))
+    target = {
+        "query": "Route this ticket",
+        "content": "Routed to Billing.\nSummary: the customer was charged twice for order #88.",
+    }
+    async with session_for(server) as session:
+        evaluation = await evaluate(rubric, target, options={"llm": session})
+    result = evaluation.criteria[0]
+    assert (result.status, result.judge_score, result.reasoning) == ("scored", 4, "right team")
+    prompt = prompt_of(server.requests[0])
+    assert f"<content>\n{target['content']}\n</content>" in prompt
+    assert "Route this ticket" not in prompt  # the response, not the request
+    assert "${" not in prompt

@@ -310,21 +310,6 @@ async def doc_types(registry: ArtifactRegistry) -> None:
     await define(registry, "gated", rubric, requires_approval=True)
 
 
-async def force_state(store: Store, artifact_id: str, status: str) -> None:
-    """Put an artifact into a state no trigger leads to (`superseded`), bumping its version
-    as a transition would."""
-
-    from rubricflow.store.tables import ArtifactRow
-
-    table = ArtifactRow.__table__  # type: ignore[attr-defined]
-    async with store.database.transaction() as connection:
-        await connection.execute(
-            table.update()
-            .where(table.c.id == artifact_id)
-            .values(status=status, version=table.c.version + 1)
-        )
-
-
 async def reach(
     registry: ArtifactRegistry,
     state: str,
@@ -340,7 +325,10 @@ async def reach(
     if state == "draft":
         pass
     elif state == "superseded":
-        await force_state(registry.store, artifact_id, "superseded")
+        replacement = await registry.create(type_name, content, actor="bot")
+        await registry.supersede(
+            artifact_id, actor="bot", reason="a better draft", by=replacement.id
+        )
     elif state == "archived":
         await registry.archive(artifact_id, actor="bot")
     elif state in ("pending_review", "in_review"):

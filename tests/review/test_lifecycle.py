@@ -156,8 +156,7 @@ async def test_every_legal_edge_succeeds_and_is_recorded(registry: ArtifactRegis
         if trigger == "revise":
             assert artifact.revision == 2
             assert artifact.content == PASS
-        if source != "superseded":  # forced into place: its history has a gap on purpose
-            assert_replays(events, status=artifact.status, revision=artifact.revision)
+        assert_replays(events, status=artifact.status, revision=artifact.revision)
         covered.add((trigger, source))
     assert covered == set(LEGAL)
 
@@ -171,6 +170,7 @@ PUBLIC = (
     "withdraw",
     "archive",
     "override",
+    "supersede",
 )
 
 
@@ -275,3 +275,16 @@ async def test_history_replays_a_long_life_exactly(
     assert "scored@1.0.0" in decisions[0].reason
     assert "waiting for a human" in decisions[-1].reason
     assert triggers(events).count("revise") == 2
+
+
+def test_dataknobs_superseded_edges_are_covered_by_supersede_and_archive() -> None:
+    """dataknobs retires an artifact from draft, needs_revision or approved into
+    superseded, and archives a superseded one; nothing else leaves superseded."""
+    lifecycle = Lifecycle()
+    for source in ("draft", "needs_revision", "approved"):
+        assert lifecycle.next_state("a", source, "supersede") == "superseded"
+    assert lifecycle.next_state("a", "superseded", "archive") == "archived"
+    assert lifecycle.allowed_triggers("superseded") == ["archive"]
+    for source in ("pending_review", "in_review", "rejected", "superseded", "archived"):
+        with pytest.raises(IllegalTransitionError, match=f"is {source}: 'supersede'"):
+            lifecycle.next_state("a", source, "supersede")

@@ -161,3 +161,76 @@ async def test_worker_transitions_are_announced_too(
         ("approve", "rubricflow"),
     ]
     assert "lease of crashed expired" in recorder.events[-3]["reason"]
+
+
+class _Logged:
+    """A sync listener writing `(its name, seq, trigger)` to a log shared with others."""
+
+    def __init__(self, name: str, log: list[tuple[str, int, str]]) -> None:
+        self.__name__ = name
+        self.log = log
+
+    @hookimpl
+    def rubricflow_artifact_transition(self, event: dict[str, Any]) -> None:
+        self.log.append((self.__name__, event["seq"], event["trigger"]))
+
+
+class _AsyncLogged(_Logged):
+    """The same, async, yielding to the event loop before and after it writes."""
+
+    @hookimpl
+    async def rubricflow_artifact_transition(self, event: dict[str, Any]) -> None:  # type: ignore[override]
+        await asyncio.sleep(0)
+        self.log.append((self.__name__, event["seq"], event["trigger"]))
+        await asyncio.sleep(0)
+
+
+async def test_listeners_are_called_in_registration_order_for_every_event(
+    store: Store,
+) -> None:
+    """docs/plugins.md: listeners run one after another in registration order (built-ins,
+    entry points, then `plugins=[...]` in list order), each awaited before the next, so
+    for every event the shared log holds first, second, third, whatever mix of sync and
+    async they are — not pluggy's call order, which is last registered first."""
+    log: list[tuple[str, int, str]] = []
+    first, second, third = (
+        _AsyncLogged("first", log),
+        _Logged("second", log),
+        _AsyncLogged("third", log),
+    )
+    plugins = create_plugin_manager(
+        plugins=[ReviewChecks(), first, second, third], load_entry_points=False
+    )
+    registry = ArtifactRegistry(store, plugins=plugins)
+    await doc_types(registry)
+    artifact_id = await _life(registry)
+    history = await registry.history(artifact_id)
+    assert len(history) == 10
+    assert log == [
+        (name, event.seq, event.trigger)
+        for event in history
+        for name in ("first", "second", "third")
+    ]
+
+
+async def test_tryfirst_and_trylast_listeners_keep_pluggys_meaning(store: Store) -> None:
+    log: list[tuple[str, int, str]] = []
+
+    class Early(_Logged):
+        @hookimpl(tryfirst=True)
+        def rubricflow_artifact_transition(self, event: dict[str, Any]) -> None:
+            self.log.append((self.__name__, event["seq"], event["trigger"]))
+
+    class Late(_Logged):
+        @hookimpl(trylast=True)
+        def rubricflow_artifact_transition(self, event: dict[str, Any]) -> None:
+            self.log.append((self.__name__, event["seq"], event["trigger"]))
+
+    plugins = create_plugin_manager(
+        plugins=[ReviewChecks(), Late("late", log), _Logged("plain", log), Early("early", log)],
+        load_entry_points=False,
+    )
+    registry = ArtifactRegistry(store, plugins=plugins)
+    await doc_types(registry)
+    await registry.create("doc", PASS, actor="bot")
+    assert [name for name, _, _ in log] == ["early", "plain", "late"]

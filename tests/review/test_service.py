@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from rubricflow.errors import (
     ConfigurationError,
     ContentValidationError,
+    IllegalTransitionError,
     NotFoundError,
     ReviewError,
 )
@@ -628,3 +629,88 @@ async def test_broken_content_is_a_review_that_cannot_finish_not_a_pass(
     outcome = await registry.submit_for_review(artifact.id, actor="bot")
     assert outcome.artifact.status == "pending_review"
     assert "KeyError" in outcome.evaluations[0].criteria[0].notes
+
+
+async def test_list_is_the_issue_name_for_list_artifacts(registry: ArtifactRegistry) -> None:
+    await doc_types(registry)
+    passed = await registry.create("doc", PASS, actor="bot")
+    await registry.submit_for_review(passed.id, actor="bot")
+    draft = await registry.create("gated", PASS, actor="bot")
+    assert [a.id for a in await registry.list(status="approved")] == [passed.id]
+    assert [a.id for a in await registry.list(type_name="gated")] == [draft.id]
+    both = await registry.list(limit=10)
+    assert {a.id for a in both} == {passed.id, draft.id}
+    assert [a.id for a in await registry.list(limit=1, offset=1)] == [both[1].id]
+    assert both == await registry.list_artifacts(limit=10)
+
+
+# ------------------------------------------------------------------------- supersede
+
+
+async def test_supersede_retires_an_artifact_naming_its_replacement(
+    registry: ArtifactRegistry, db_url: str
+) -> None:
+    """draft, needs_revision and approved artifacts can be superseded by another artifact;
+    the event says by which and why, and the superseded artifact can only be archived."""
+    await doc_types(registry)
+    replacement = await registry.create("doc", PASS, actor="bot")
+    old = {}
+    for content in (PASS, FAIL):
+        artifact = await registry.create("doc", content, actor="bot")
+        old[(await registry.submit_for_review(artifact.id, actor="bot")).artifact.status] = (
+            artifact.id
+        )
+    old["draft"] = (await registry.create("doc", PASS, actor="bot")).id
+    assert set(old) == {"approved", "needs_revision", "draft"}
+    for source, artifact_id in old.items():
+        retired = await registry.supersede(
+            artifact_id, actor=" carol ", reason="the v2 post replaces it", by=replacement.id
+        )
+        assert (retired.status, retired.revision) == ("superseded", 1)
+        events = await registry.history(artifact_id)
+        last = events[-1]
+        assert (last.trigger, last.source, last.dest, last.actor) == (
+            "supersede",
+            source,
+            "superseded",
+            "carol",
+        )
+        assert last.reason == f"superseded by {replacement.id}: the v2 post replaces it"
+        assert_replays(events, status="superseded", revision=1)
+    # without `by`, the reason is kept as given
+    lone = await registry.create("doc", PASS, actor="bot")
+    await registry.supersede(lone.id, actor="carol", reason="no longer needed")
+    assert (await registry.history(lone.id))[-1].reason == "no longer needed"
+    # a superseded artifact is final but for archiving
+    with pytest.raises(IllegalTransitionError, match=r"allowed: archive$"):
+        await registry.submit_for_review(old["draft"], actor="bot")
+    archived = await registry.archive(old["draft"], actor="carol", reason="tidy")
+    assert archived.status == "archived"
+    # read back through a second store: the replacement is untouched
+    reopened = await Store.open(db_url)
+    try:
+        again = ArtifactRegistry(reopened, plugins=registry.plugins)
+        assert (await again.get(replacement.id)).status == "draft"
+        assert (await again.get(old["approved"])).status == "superseded"
+    finally:
+        await reopened.close()
+
+
+async def test_supersede_refuses_a_missing_replacement_itself_and_no_reason(
+    registry: ArtifactRegistry,
+) -> None:
+    await doc_types(registry)
+    artifact = await registry.create("doc", PASS, actor="bot")
+    with pytest.raises(NotFoundError, match="no artifact 'ghost' to supersede") as missing:
+        await registry.supersede(artifact.id, actor="carol", reason="newer", by="ghost")
+    assert "--by" in str(missing.value)
+    with pytest.raises(ReviewError, match="cannot supersede itself"):
+        await registry.supersede(artifact.id, actor="carol", reason="newer", by=artifact.id)
+    with pytest.raises(ReviewError, match="give a reason"):
+        await registry.supersede(artifact.id, actor="carol", reason=" ")
+    with pytest.raises(ReviewError, match="actor"):
+        await registry.supersede(artifact.id, actor="", reason="newer")
+    with pytest.raises(NotFoundError, match="no artifact 'nope'"):
+        await registry.supersede("nope", actor="carol", reason="newer", by=artifact.id)
+    assert (await registry.get(artifact.id)).status == "draft"
+    assert triggers(await registry.history(artifact.id)) == ["create"]

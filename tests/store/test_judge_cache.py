@@ -52,3 +52,18 @@ async def test_the_cache_is_shared_by_stores_on_one_database(db_url: str) -> Non
     async with await Store.open(db_url) as one, await Store.open(db_url) as two:
         await one.judge_cache.put(KEY, "shared")
         assert await two.judge_cache.get(KEY) == "shared"
+
+
+async def test_stats_and_clear(store: Store) -> None:
+    empty = await store.judge_cache.stats()
+    assert empty == {"db": store.database.display_url, "entries": 0, "chars": 0, "hits": 0}
+    await store.judge_cache.put(KEY, "ünï")
+    await store.judge_cache.put("other", "12345")
+    await store.judge_cache.get(KEY)
+    await store.judge_cache.get(KEY)
+    stats = await store.judge_cache.stats()
+    assert (stats["entries"], stats["chars"], stats["hits"]) == (2, 8, 2)
+    assert await store.judge_cache.clear() == 2
+    assert await store.judge_cache.get(KEY) is None
+    assert (await store.judge_cache.stats())["entries"] == 0
+    assert await store.judge_cache.clear() == 0

@@ -4,15 +4,21 @@ deletion that keeps history, and registration of many rubrics in one transaction
 from __future__ import annotations
 
 import asyncio
+import random
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+import sqlalchemy as sa
 import yaml
 
+import rubricflow.store.rubrics as rubrics_module
 from rubricflow.errors import NotFoundError, RubricVersionConflictError
+from rubricflow.model import semver_key
 from rubricflow.store import Store
 
-from .conftest import AGENTV_SUITE, make_rubric, rubric_doc, scalar
+from .conftest import AGENTV_SUITE, T0, make_rubric, rubric_doc, scalar
 
 SEMVER_ORDER = [
     "1.0.0-alpha",
@@ -259,3 +265,116 @@ async def test_concurrent_tasks_with_different_content_one_wins(store: Store) ->
     assert len(losers) == 5
     assert all(isinstance(e, RubricVersionConflictError) for e in losers), losers
     assert await store.rubrics.get("essay") == winners[0].rubric
+
+
+def _sql_log(store: Store) -> list[tuple[str, Any]]:
+    """Every statement the store's engine sends from now on, with its parameters."""
+    log: list[tuple[str, Any]] = []
+
+    def record(conn: Any, cursor: Any, statement: str, params: Any, *rest: Any) -> None:
+        log.append((statement, params))
+
+    sa.event.listen(store.database.engine.sync_engine, "before_cursor_execute", record)
+    return log
+
+
+async def test_latest_lookups_over_many_rubrics_versions_and_types(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pool = [*SEMVER_ORDER, "0.1.0", "2.0.0-rc.1", "2.0.0", "2.0.1", "10.0.0-alpha"]
+    types = ["doc", "code", "chat", None]
+    chance = random.Random(20260301)
+    expected: dict[str, tuple[str, str | None]] = {}  # id -> latest (version, target type)
+    registered: list[Any] = []
+    for n in range(24):
+        rubric_id = f"r{n:02d}"
+        versions = chance.sample(pool, chance.randint(1, 7))
+        # each version may target another type: "latest" decides which one counts
+        typed = [(v, chance.choice(types)) for v in versions]
+        registered += [make_rubric(rubric_id, v, target_type=t) for v, t in typed]
+        expected[rubric_id] = max(typed, key=lambda pair: semver_key(pair[0]))
+    chance.shuffle(registered)
+    await store.rubrics.register_many(registered)
+    for rubric_id in ("r03", "r11", "r17"):
+        await store.rubrics.delete(rubric_id)
+        del expected[rubric_id]
+
+    # nothing parsed yet in this process: count the parses and the documents read
+    monkeypatch.setattr(rubrics_module, "_parsed", {})
+    parses: list[str] = []
+    real_parse = rubrics_module.parse_rubric
+
+    def counting_parse(document: Any) -> Any:
+        parses.append(document["id"])
+        return real_parse(document)
+
+    monkeypatch.setattr(rubrics_module, "parse_rubric", counting_parse)
+    log = _sql_log(store)
+
+    latest = await store.rubrics.list_latest()
+    assert [(r.id, r.version, r.target_type) for r in latest] == [
+        (rid, version, target) for rid, (version, target) in sorted(expected.items())
+    ]
+    assert sorted(parses) == sorted(expected)  # only the winners were parsed...
+    documents = [params for statement, params in log if "document" in statement]
+    assert len(documents) == 1 and len(documents[0]) == 2 * len(expected)  # ...and read
+
+    for target in ("doc", "code", "chat", "nothing"):
+        log.clear()
+        found = await store.rubrics.get_for_target(target)
+        assert [(r.id, r.version) for r in found] == [
+            (rid, version) for rid, (version, t) in sorted(expected.items()) if t == target
+        ]
+        assert all(r.target_type == target for r in found)
+        assert [s for s, _ in log if "document" in s] == []  # parsed once, never read again
+        # filtered in SQL, by target type (its index) and not deleted
+        (query,) = [s for s, _ in log if "rubric_versions" in s]
+        assert "target_type" in query.split("WHERE", 1)[1] and "deleted_at" in query
+    for rubric_id, (version, _) in expected.items():
+        assert (await store.rubrics.get(rubric_id)).version == version
+    assert sorted(parses) == sorted(expected)
+
+    # a fresh process (nothing parsed) reads only the winners among the target's rubrics
+    monkeypatch.setattr(rubrics_module, "_parsed", {})
+    log.clear()
+    docs = await store.rubrics.get_for_target("doc")
+    (read,) = [params for statement, params in log if "document" in statement]
+    assert len(read) == 2 * len(docs)
+
+
+async def test_build_metadata_ties_go_to_the_later_registration_then_the_version(
+    store: Store,
+) -> None:
+    # semver ranks 1.0.0+a and 1.0.0+b equal: the one registered later is latest, and when
+    # both were registered at the same instant, the higher version string; never row order
+    await store.rubrics.register(make_rubric("essay", "1.0.0+b"))
+    await store.rubrics.register(make_rubric("essay", "1.0.0+a"))
+    await store.rubrics.register(make_rubric("essay", "1.0.0-rc.1+z"))
+
+    async def set_time(version: str, minutes: int) -> None:
+        async with store.database.transaction() as connection:
+            await connection.execute(
+                sa.text(
+                    "UPDATE rubric_versions SET created_at = :at "
+                    "WHERE rubric_id = 'essay' AND version = :version"
+                ),
+                {"at": T0 + timedelta(minutes=minutes), "version": version},
+            )
+
+    async def latest() -> tuple[str, str, list[str]]:
+        (listed,) = await store.rubrics.list_latest()
+        history = [info.version for info in await store.rubrics.history("essay")]
+        return (await store.rubrics.get("essay")).version, listed.version, history
+
+    await set_time("1.0.0+a", 1)
+    await set_time("1.0.0+b", 0)
+    assert await latest() == ("1.0.0+a", "1.0.0+a", ["1.0.0-rc.1+z", "1.0.0+b", "1.0.0+a"])
+    await set_time("1.0.0+b", 2)
+    assert await latest() == ("1.0.0+b", "1.0.0+b", ["1.0.0-rc.1+z", "1.0.0+a", "1.0.0+b"])
+    await set_time("1.0.0+a", 2)  # the same instant: the version string decides
+    assert await latest() == ("1.0.0+b", "1.0.0+b", ["1.0.0-rc.1+z", "1.0.0+a", "1.0.0+b"])
+    await set_time("1.0.0-rc.1+z", 9)  # a later registration never beats higher precedence
+    assert (await store.rubrics.get("essay")).version == "1.0.0+b"
+    assert [r.version for r in await store.rubrics.get_for_target("essay")] == ["1.0.0+b"]
+    with pytest.raises(NotFoundError, match=r"1\.0\.0-rc\.1\+z, 1\.0\.0\+a, 1\.0\.0\+b"):
+        await store.rubrics.get("essay", "1.0.0+c")
