@@ -255,11 +255,12 @@ def artifacts_submit(
     content = _read_content(Path(target)) if type_name is not None else None
 
     async def work(store: Any) -> Any:
-        registry = _registry(store)
-        artifact_id = target
-        if type_name is not None:
-            artifact_id = (await registry.create(type_name, content, actor=who, title=title)).id
-        return await registry.submit_for_review(artifact_id, actor=who, defer=defer)
+        async with _registry(store) as registry:
+            artifact_id = target
+            if type_name is not None:
+                created = await registry.create(type_name, content, actor=who, title=title)
+                artifact_id = created.id
+            return await registry.submit_for_review(artifact_id, actor=who, defer=defer)
 
     outcome = _run_transition(db, work)
     if as_json:
@@ -489,13 +490,10 @@ def worker_command(
     from rubricflow.review.worker import Worker
 
     async def work(store: Any) -> Any:
-        worker = Worker(
-            ArtifactRegistry(store, lease_seconds=lease),
-            concurrency=concurrency,
-            poll_interval=poll,
-        )
-        worker.install_signal_handlers()
-        return await worker.run(once=once)
+        async with ArtifactRegistry(store, lease_seconds=lease) as registry:
+            worker = Worker(registry, concurrency=concurrency, poll_interval=poll)
+            worker.install_signal_handlers()
+            return await worker.run(once=once)
 
     stats = run_with_store(db, work)
     summary = {

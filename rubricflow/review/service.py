@@ -32,6 +32,7 @@ from rubricflow.errors import (
     NotFoundError,
     ReviewError,
 )
+from rubricflow.llm.session import LLMSession
 from rubricflow.model import Rubric
 from rubricflow.plugins import PluginRegistry, default_plugins
 from rubricflow.results import Evaluation, Target
@@ -125,6 +126,37 @@ class ArtifactRegistry:
         self.evaluate_options = dict(evaluate_options or {})
         self.lease_seconds = lease_seconds
         self.lifecycle = Lifecycle()
+        self._session: LLMSession | None = None
+
+    async def __aenter__(self) -> ArtifactRegistry:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the LLM session the reviews share (its HTTP connections); the store stays
+        open. Safe to call twice; a later review opens a new session."""
+        session, self._session = self._session, None
+        if session is not None:
+            await session.aclose()
+
+    def _judge_options(self) -> dict[str, Any]:
+        """`evaluate()`'s keyword arguments for a review: one LLM session for every review
+        this registry makes (one HTTP pool), answering from the store's judge cache unless
+        the caller chose a cache, so workers sharing a store share judge answers. Nothing
+        is opened until a judge asks."""
+        inner = dict(self.evaluate_options.get("options") or {})
+        if isinstance(inner.get("llm"), LLMSession):
+            return self.evaluate_options
+        if self._session is None:
+            inner.setdefault("llm_cache", self.store.judge_cache)
+            self._session = LLMSession.from_options(
+                inner,
+                plugins=self.plugins,
+                allow_import=bool(self.evaluate_options.get("allow_import", False)),
+            )
+        return {**self.evaluate_options, "options": {**inner, "llm": self._session}}
 
     # --- types ---------------------------------------------------------------------------
     async def set_type(self, artifact_type: ArtifactType) -> ArtifactType:
@@ -611,7 +643,7 @@ class ArtifactRegistry:
             target,
             plugins=self.plugins,
             threshold=artifact_type.approval_threshold,
-            **self.evaluate_options,
+            **self._judge_options(),
         )
 
     async def _decide(
