@@ -8,6 +8,7 @@ result does not depend on which criterion finished first.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import time
@@ -36,6 +37,9 @@ __all__ = [
     "resolve_method",
 ]
 
+# completed evaluations may wait for a slower one before them, up to this many times the
+# number of targets in flight
+READY_WINDOW = 4
 DEFAULT_CONCURRENCY = 8
 _LLM_BY_KIND = {"binary": "llm_verdict", "levels": "llm_decode", "bands": "llm_score"}
 
@@ -332,10 +336,17 @@ async def evaluate_cases(
     **options: Any,
 ) -> AsyncGenerator[Evaluation, None]:
     """`evaluate_many` for (rubric, target) pairs: a suite whose cases add criteria of
-    their own grades each case with its own rubric. Yields in input order."""
+    their own grades each case with its own rubric. Yields in input order.
+
+    Up to `target_concurrency` targets are evaluated at once. A slow target does not hold
+    the others up: while it runs, targets after it keep starting as others finish, their
+    evaluations waiting to be yielded in order, up to `READY_WINDOW` times
+    `target_concurrency` targets in all (so memory stays bounded)."""
     if target_concurrency < 1:
         raise ConfigurationError(f"target concurrency must be at least 1, got {target_concurrency}")
-    pending: list[asyncio.Task[Evaluation]] = []
+    window = READY_WINDOW * target_concurrency
+    pending: collections.deque[asyncio.Task[Evaluation]] = collections.deque()
+    running: set[asyncio.Task[Evaluation]] = set()
 
     async def items() -> AsyncGenerator[Any, None]:
         if isinstance(cases, AsyncIterable):
@@ -349,23 +360,34 @@ async def evaluate_cases(
 
     async with shared_llm_session(options) as shared:
         source = items()
+        exhausted = False
         broken: Exception | None = None
         try:
             while True:
-                try:
-                    case_rubric, item = await anext(source)
-                except StopAsyncIteration:
+                while not exhausted and len(running) < target_concurrency and len(pending) < window:
+                    try:
+                        case_rubric, item = await anext(source)
+                    except StopAsyncIteration:
+                        exhausted = True
+                        break
+                    except Exception as error:
+                        # bad input (a malformed line, say): the targets read before it
+                        # are still evaluated and yielded, then the error is raised
+                        broken, exhausted = error, True
+                        break
+                    task = asyncio.ensure_future(evaluate(case_rubric, item, **shared))
+                    pending.append(task)
+                    running.add(task)
+                if not pending:
                     break
-                except Exception as error:
-                    # bad input (a malformed line, say): the targets read before it are
-                    # still evaluated and yielded, then the error is raised
-                    broken = error
-                    break
-                pending.append(asyncio.ensure_future(evaluate(case_rubric, item, **shared)))
-                if len(pending) >= target_concurrency:
-                    yield await pending.pop(0)
-            while pending:
-                yield await pending.pop(0)
+                head = pending[0]
+                if head.done():
+                    pending.popleft()
+                    running.discard(head)
+                    yield head.result()
+                    continue
+                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                running.difference_update(done)
         finally:
             for task in pending:
                 task.cancel()

@@ -152,6 +152,45 @@ async def test_a_stream_that_breaks_yields_what_was_read_then_raises(
     assert seen == [str(i) for i in range(12)]
 
 
+async def test_a_slow_target_does_not_hold_up_the_ones_after_it() -> None:
+    """With two targets in flight, the first waits until five later targets have been
+    judged: only possible if targets keep starting while it runs (they are still yielded
+    in input order, and the window of finished ones waiting is bounded)."""
+    finished: list[str] = []
+    enough = asyncio.Event()
+
+    class Gate:
+        name = "gate"
+        description = "the target 'slow' waits for five others"
+
+        async def score(self, criterion: Any, target: Target, context: Any) -> Any:
+            if target.id == "slow":
+                await asyncio.wait_for(enough.wait(), timeout=5)
+            else:
+                await asyncio.sleep(0)
+                finished.append(str(target.id))
+                if len(finished) >= 5:
+                    enough.set()
+            return result_from_value(criterion, context, self.name, True, what="gate")
+
+    class GatePlugin:
+        @hookimpl
+        def rubricflow_scorers(self) -> list[Any]:
+            return [Gate()]
+
+    plugins = create_plugin_manager(plugins=[GatePlugin()], load_entry_points=False)
+    r = parse_rubric({"id": "r", "criteria": [{"id": "a", "scoring": {"method": "gate"}}]})
+    targets = [Target(id="slow", content="x")] + [
+        Target(id=f"t{i}", content="x") for i in range(12)
+    ]
+    evaluations = [
+        e async for e in evaluate_many(r, targets, target_concurrency=2, plugins=plugins)
+    ]
+    assert [e.target_id for e in evaluations] == ["slow"] + [f"t{i}" for i in range(12)]
+    assert evaluations[0].criteria[0].status == "scored"  # it did not give up waiting
+    assert finished[:5] == [f"t{i}" for i in range(5)]
+
+
 def test_sync_wrapper(scripted: PluginRegistry) -> None:
     r = parse_rubric({"id": "r", "criteria": [crit("a", True)]})
     assert evaluate_sync(r, "x", plugins=scripted).passed
