@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import review.conftest as backends
 import yaml
+from cli_assertions import assert_error
 from typer.testing import CliRunner, Result
 
 from rubricflow.cli import app
@@ -103,17 +104,6 @@ class Cli:
         assert result.exit_code == 0, result.output
         result = self("types", "set", "post", "--rubric", "complete", *type_options)
         assert result.exit_code == 0, result.output
-
-
-def assert_error(result: Result, *fragments: str) -> None:
-    assert result.exit_code == 2, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
-        result.exception
-    )
-    assert "Traceback" not in result.output
-    assert result.stderr.startswith("error"), result.output
-    for fragment in fragments:
-        assert fragment in result.stderr, result.stderr
 
 
 @pytest.fixture

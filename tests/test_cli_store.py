@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import store.conftest as backends
 import yaml
+from cli_assertions import assert_error, ok_json
 from store.conftest import AGENTV_SUITE, at, make_evaluation, rubric_doc
 from typer.testing import CliRunner, Result
 
@@ -42,22 +43,6 @@ def _no_store_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
 def invoke(cli: CliRunner, *args: Any, db: str | None = None) -> Result:
     argv = [str(a) for a in args] + (["--db", db] if db is not None else [])
     return cli.invoke(app, argv)
-
-
-def ok_json(result: Result) -> Any:
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
-
-
-def assert_error(result: Result, *fragments: str) -> None:
-    assert result.exit_code == 2, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
-        result.exception
-    )
-    assert "Traceback" not in result.output
-    assert result.stderr.startswith("error: "), result.output
-    for fragment in fragments:
-        assert fragment in result.stderr, result.stderr
 
 
 def write(path: Path, document: Any) -> Path:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import store.conftest as backends
+from cli_assertions import assert_error, ok_json
 from llm.fixtures import clean_llm_env
 from llm.scripted import Recorded, Reply, ScriptedServer, openai_reply, verdict
 from typer.testing import CliRunner, Result
@@ -59,22 +60,6 @@ def judge(request: Recorded) -> Reply:
 
 def run(*args: Any) -> Result:
     return CliRunner().invoke(app, [str(a) for a in args])
-
-
-def ok_json(result: Result) -> Any:
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
-
-
-def assert_error(result: Result, *fragments: str) -> None:
-    assert result.exit_code == 2, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
-        result.exception
-    )
-    assert "Traceback" not in result.output
-    assert result.stderr.startswith("error: "), result.output
-    for fragment in fragments:
-        assert fragment in result.stderr, result.stderr
 
 
 def rows(url: str, query: str, **params: Any) -> list[tuple[Any, ...]]:
