@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 from rubricflow import evaluate, evaluate_many
 from rubricflow.llm import (
@@ -226,8 +227,8 @@ async def test_evaluate_with_a_spec_closes_what_it_opened() -> None:
     with ScriptedServer(always_met) as server:
         session = LLMSession(f"openai:judge@{server.url}/v1", cache=None, settings=fast())
         await evaluate(RUBRIC, TARGET, options={"llm": session})
-        provider = session.provider_now()
-        client = provider.client()  # type: ignore[attr-defined]
-        assert not client.is_closed
+        provider: Any = session.provider_now()
+        (pool,) = provider._pools
+        assert pool._pool.connections  # the keep-alive connection the judging used
         await session.aclose()
-        assert client.is_closed
+        assert provider._pools == [] and pool._pool.connections == []

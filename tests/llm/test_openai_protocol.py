@@ -4,10 +4,15 @@ answers past the timeout, dropped connections, and servers that refuse json_sche
 
 from __future__ import annotations
 
+import gzip
+import json
 import time
+
+import pytest
 
 from rubricflow import evaluate
 from rubricflow.llm import LLMSession
+from rubricflow.llm.http import environment_proxy
 
 from .fixtures import fast, rubric, session_for
 from .scripted import Reply, ScriptedServer, openai_reply, verdict
@@ -228,3 +233,46 @@ async def test_a_refused_temperature_is_dropped(server: ScriptedServer) -> None:
     evaluation = await judge_once(server)
     assert evaluation.criteria[0].status == "scored"
     assert "temperature" not in server.requests[1].json
+
+
+async def test_the_request_carries_the_usual_headers(server: ScriptedServer) -> None:
+    server.queue(openai_reply(verdict()))
+    await judge_once(server)
+    headers = server.requests[0].headers
+    assert headers["content-type"] == "application/json"
+    assert headers["user-agent"] == "rubricflow"
+    assert headers["host"] == server.url.split("://")[1]
+    assert "gzip" in headers["accept-encoding"]
+
+
+async def test_a_compressed_answer_is_decoded(server: ScriptedServer) -> None:
+    body = json.dumps(openai_reply(verdict("UNMET")).body).encode()
+    server.queue(Reply(200, gzip.compress(body), headers={"content-encoding": "gzip"}))
+    evaluation = await judge_once(server)
+    assert evaluation.criteria[0].verdict == "UNMET"
+
+
+async def test_a_proxy_from_the_environment_is_used(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The judge's host does not resolve; the request reaches it only through the proxy
+    named in HTTP_PROXY (the scripted server, which sees the absolute URL)."""
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", server.url)
+    server.queue(openai_reply(verdict()))
+    async with LLMSession("openai:judge@http://judge.invalid/v1", cache=None, settings=fast()) as s:
+        evaluation = await evaluate(ONE, TARGET, options={"llm": s})
+    assert evaluation.criteria[0].verdict == "MET"
+    (request,) = server.requests
+    assert request.path == "http://judge.invalid/v1/chat/completions"
+
+
+def test_no_proxy_exempts_a_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "internal.example")
+    for name in ("https_proxy", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    assert environment_proxy("https://api.example.com/v1") == "http://proxy.example:3128"
+    assert environment_proxy("https://internal.example/v1") is None
+    assert environment_proxy("http://api.example.com/v1") is None  # no HTTP_PROXY set
