@@ -4,6 +4,7 @@ out of every message."""
 
 from __future__ import annotations
 
+import base64
 import json
 import urllib.parse
 import urllib.request
@@ -28,14 +29,16 @@ POOL_SHARD = 32
 
 
 def environment_proxy(url: str) -> str | None:
-    """The proxy the environment sets for `url` (`HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY`,
-    any case, unless `NO_PROXY` exempts its host), or None."""
+    """The proxy the environment sets for `url`, as httpx's client finds it: the
+    `HTTPS_PROXY`/`HTTP_PROXY`/`ALL_PROXY` variables (any case; on macOS and Windows the
+    system settings too), unless `NO_PROXY` exempts the host; a proxy written without a
+    scheme is taken as `http://`. None when no proxy applies."""
     parsed = urllib.parse.urlsplit(url)
-    proxies = urllib.request.getproxies_environment()
+    proxies = urllib.request.getproxies()
     proxy = proxies.get(parsed.scheme) or proxies.get("all")
     if not proxy or urllib.request.proxy_bypass(parsed.hostname or ""):
         return None
-    return proxy
+    return proxy if "://" in proxy else f"http://{proxy}"
 
 
 def normalise_base_url(url: str, default_scheme: str = "http") -> str:
@@ -100,9 +103,19 @@ class HTTPProvider(LLMProvider):
         # one TLS context for them all: each pool would load the CA bundle (~50 ms)
         tls = httpx.create_ssl_context()
         proxy = environment_proxy(self.base_url)
-        return [
-            httpx.AsyncHTTPTransport(verify=tls, limits=limits, proxy=proxy) for _ in range(shards)
-        ]
+        try:
+            return [
+                httpx.AsyncHTTPTransport(verify=tls, limits=limits, proxy=proxy)
+                for _ in range(shards)
+            ]
+        except (ValueError, ImportError) as error:
+            raise TransportError(
+                "error",
+                f"the proxy {redact(str(proxy))} that the environment sets for "
+                f"{self.endpoint} cannot be used: {error}; fix HTTPS_PROXY / HTTP_PROXY / "
+                "ALL_PROXY (or exempt the host in NO_PROXY)",
+                retryable=False,
+            ) from None
 
     async def _close(self) -> None:
         pools, self._pools, self._busy = self._pools, [], []
@@ -115,9 +128,13 @@ class HTTPProvider(LLMProvider):
         return {}
 
     def _url(self, path: str) -> httpx.URL:
+        """base_url + path, without any `user:password@` (sent as Basic auth instead)."""
         url = self._urls.get(path)
         if url is None:
-            url = self._urls[path] = httpx.URL(f"{self.base_url}{path}")
+            url = httpx.URL(f"{self.base_url}{path}")
+            if url.userinfo:
+                url = url.copy_with(userinfo=b"")
+            self._urls[path] = url
         return url
 
     def _request_headers(self) -> httpx.Headers:
@@ -134,6 +151,11 @@ class HTTPProvider(LLMProvider):
             )
             headers.update(self._headers())
             headers["content-type"] = "application/json"
+            base = httpx.URL(self.base_url)
+            if base.username or base.password:
+                # credentials in the URL win over the provider's, as httpx's client does
+                pair = f"{base.username}:{base.password}".encode()
+                headers["authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
             self._sent_headers = headers
         return self._sent_headers
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import sqlite3
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -67,6 +68,10 @@ def _rollback_if_in_transaction(dbapi_connection: Any, _record: Any, _state: Any
     thread after every committed transaction: about a tenth of a review's time.)"""
     driver = getattr(dbapi_connection, "driver_connection", None)
     if driver is None or getattr(driver, "in_transaction", True):
+        dbapi_connection.rollback()
+    elif isinstance(driver, _InlineConnection) and not driver.thread_idle():
+        # a call still running in aiosqlite's thread (a BEGIN IMMEDIATE whose waiter was
+        # cancelled) may yet open a transaction: roll back after it
         dbapi_connection.rollback()
 
 
@@ -422,16 +427,45 @@ class _InlineConnection(aiosqlite.Connection):
     to that thread wakes it and then the event loop, which on a two-core machine cost far
     more than SQLite running the statement (about 75 us against 1-20 us)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # calls sent to aiosqlite's thread and not finished there yet (a cancelled
+        # waiter does not stop its call): while any is, nothing runs inline, so the
+        # connection is never used from both threads and calls keep their order
+        self._queued = 0
+        self._queued_lock = threading.Lock()
+
     def cursor(self) -> Any:
         return _InlineCursor(self)
 
     async def in_thread(self, function: Callable[..., Any], *args: Any) -> Any:
         """Run `function(*args)` in aiosqlite's thread (where waiting is harmless)."""
-        return await self._execute(function, *args)  # type: ignore[no-untyped-call]
+
+        def counted() -> Any:
+            try:
+                return function(*args)
+            finally:
+                with self._queued_lock:
+                    self._queued -= 1
+
+        with self._queued_lock:
+            self._queued += 1
+        try:
+            return await self._execute(counted)  # type: ignore[no-untyped-call]
+        except BaseException:
+            # aiosqlite never ran it (a closed connection): it will not count itself out
+            if self._connection is None:
+                with self._queued_lock:
+                    self._queued = 0
+            raise
+
+    def thread_idle(self) -> bool:
+        with self._queued_lock:
+            return self._queued == 0
 
     def runs_inline(self, sql: str) -> bool:
-        if self._connection is None:
-            return False  # closed: let aiosqlite raise its own error
+        if self._connection is None or not self.thread_idle():
+            return False  # closed (aiosqlite raises its own error), or the thread is busy
         if self._conn.in_transaction:
             return True
         head = sql.lstrip()[:6].upper()
@@ -442,6 +476,9 @@ class _InlineConnection(aiosqlite.Connection):
         timeout) in aiosqlite's thread, so the event loop never waits on another
         process."""
         raw = self._conn
+        if not self.thread_idle():
+            await self.in_thread(raw.execute, "BEGIN IMMEDIATE")
+            return
         raw.execute("PRAGMA busy_timeout=0")
         try:
             raw.execute("BEGIN IMMEDIATE")
@@ -454,12 +491,22 @@ class _InlineConnection(aiosqlite.Connection):
         await self.in_thread(raw.execute, "BEGIN IMMEDIATE")
 
     async def commit(self) -> None:
-        if self._connection is not None:
+        if self._connection is None:
+            return
+        if self.thread_idle():
             self._conn.commit()  # WAL: appends to the log, waits for nobody
+        else:
+            await self.in_thread(self._conn.commit)
 
     async def rollback(self) -> None:
-        if self._connection is not None:
+        if self._connection is None:
+            return
+        if self.thread_idle():
             self._conn.rollback()
+        else:
+            # after the call still running there (a BEGIN IMMEDIATE whose waiter was
+            # cancelled, say), so that what it started is what is rolled back
+            await self.in_thread(self._conn.rollback)
 
 
 class _InlineCursor:

@@ -4,6 +4,7 @@ answers past the timeout, dropped connections, and servers that refuse json_sche
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import time
@@ -276,3 +277,36 @@ def test_no_proxy_exempts_a_host(monkeypatch: pytest.MonkeyPatch) -> None:
     assert environment_proxy("https://api.example.com/v1") == "http://proxy.example:3128"
     assert environment_proxy("https://internal.example/v1") is None
     assert environment_proxy("http://api.example.com/v1") is None  # no HTTP_PROXY set
+
+
+def test_a_proxy_without_a_scheme_is_taken_as_http(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTP_PROXY", "https_proxy", "no_proxy", "NO_PROXY", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "proxy.example:3128")
+    assert environment_proxy("https://api.example.com/v1") == "http://proxy.example:3128"
+
+
+async def test_an_unusable_proxy_is_a_clear_judge_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", "ftp://proxy.example:21")
+    async with LLMSession("openai:judge@http://judge.invalid/v1", cache=None, settings=fast()) as s:
+        evaluation = await evaluate(ONE, TARGET, options={"llm": s})
+    result = evaluation.criteria[0]
+    assert result.status == "unable_to_evaluate"
+    assert "cannot be used" in result.notes and "HTTP_PROXY" in result.notes
+
+
+async def test_credentials_in_the_base_url_are_sent_as_basic_auth(server: ScriptedServer) -> None:
+    server.queue(openai_reply(verdict()))
+    host = server.url.split("://")[1]
+    async with LLMSession(
+        f"openai:judge@http://alice:s3cret@{host}/v1", cache=None, settings=fast()
+    ) as session:
+        evaluation = await evaluate(ONE, TARGET, options={"llm": session})
+    assert evaluation.criteria[0].verdict == "MET"
+    (request,) = server.requests
+    expected = "Basic " + base64.b64encode(b"alice:s3cret").decode()
+    assert request.headers["authorization"] == expected
+    assert request.path == "/v1/chat/completions"
+    assert "s3cret" not in json.dumps(evaluation.to_dict())

@@ -281,3 +281,63 @@ def test_four_processes_opening_new_sqlite_files_at_once_all_succeed(tmp_path: P
         with sqlite3.connect(path) as plain:
             assert plain.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
             assert plain.execute("SELECT count(*) FROM alembic_version").fetchone()[0] == 1
+
+
+_LOCK_HOLDER = """
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN IMMEDIATE")
+print("held", flush=True)
+sys.stdin.readline()
+c.execute("ROLLBACK")
+print("released", flush=True)
+"""
+
+
+async def test_a_transaction_cancelled_while_waiting_for_the_lock_leaves_nothing_behind(
+    tmp_path: Path,
+) -> None:
+    """Another process holds SQLite's write lock; a transaction waiting for it is
+    cancelled (a lease heartbeat stopped, a second Ctrl-C). The wait, already handed to
+    aiosqlite's thread, still gets the lock once the other process lets go: it must be
+    rolled back then, not left holding the lock on a pooled connection. So the other
+    process can take the lock again, and this process's next transaction works."""
+    path = tmp_path / "locked.db"
+    database = await Database.open(f"sqlite+aiosqlite:///{path}")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _LOCK_HOLDER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdin is not None
+        assert holder.stdout.readline().strip() == "held"
+
+        async def write() -> None:
+            async with database.transaction() as connection:
+                await connection.exec_driver_sql("SELECT 1")
+
+        waiting = asyncio.create_task(write())
+        await asyncio.sleep(0.3)
+        waiting.cancel()
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        assert holder.stdout.readline().strip() == "released"
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        await asyncio.sleep(0.2)
+
+        other = sqlite3.connect(path, timeout=0, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # nobody kept the lock
+            other.execute("ROLLBACK")
+        finally:
+            other.close()
+        async with database.transaction() as connection:
+            assert (await connection.exec_driver_sql("SELECT 1")).scalar() == 1
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+        holder.wait()
+        await database.close()
