@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rubricflow.errors import Problem, RubricflowError, RubricValidationError
+from rubricflow.jsonl import json_lines
 from rubricflow.model import Criterion, Rubric, parse_rubric
 from rubricflow.results import Target
 
@@ -325,15 +326,7 @@ def read_outputs(path: str | Path) -> dict[str, Any]:
     outputs: dict[str, Any] = {}
     try:
         with file.open(encoding="utf-8-sig") as stream:
-            for number, line in enumerate(stream, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    value = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise SuiteError(
-                        f"{file} line {number}: malformed JSON at column {error.colno}: {error.msg}"
-                    ) from None
+            for number, value in json_lines(stream, str(file), SuiteError):
                 if not isinstance(value, dict) or "id" not in value or "output" not in value:
                     raise SuiteError(
                         f"{file} line {number}: an outputs line is an object with `id` (the "

@@ -16,6 +16,7 @@ from typing import IO, Any
 from rubricflow.engine.executor import as_target
 from rubricflow.errors import ConfigurationError, RubricflowError
 from rubricflow.formats.document import parse_text
+from rubricflow.jsonl import json_lines
 from rubricflow.results import Target
 
 __all__ = ["TargetInputError", "read_targets"]
@@ -41,15 +42,7 @@ def _jsonl(
     stream: IO[str], name: str, first: str | None = None, start: int = 1
 ) -> Iterator[Target]:
     lines = stream if first is None else _prepend(first, stream)
-    for number, line in enumerate(lines, start=start):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise TargetInputError(
-                f"{name} line {number}: malformed JSON at column {error.colno}: {error.msg}"
-            ) from None
+    for number, value in json_lines(lines, name, TargetInputError, start=start):
         target = _target(value, f"{name} line {number}")
         if target.id is None:
             target = target.model_copy(update={"id": f"line-{number}"})

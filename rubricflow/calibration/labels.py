@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from rubricflow.engine.executor import as_target
 from rubricflow.errors import ConfigurationError, RubricflowError
+from rubricflow.jsonl import json_lines
 from rubricflow.model import Criterion, Rubric
 from rubricflow.results import Target
 
@@ -185,10 +186,10 @@ def parse_examples(
     return parsed
 
 
-def _lines(path: Path, name: str) -> Iterator[tuple[int, str]]:
+def _lines(path: Path, name: str) -> Iterator[str]:
     try:
         with path.open(encoding="utf-8") as stream:
-            yield from enumerate(stream, start=1)
+            yield from stream
     except UnicodeDecodeError:
         raise CalibrationError(f"{name}: not UTF-8 text; save it as UTF-8") from None
     except OSError as error:
@@ -204,17 +205,9 @@ def read_labels(source: str | Path, rubric: Rubric) -> list[LabelledExample]:
         raise CalibrationError(f"{name}: no such file; check the path")
     scales = {criterion.id: label_scale(criterion) for criterion in rubric.criteria}
     examples: list[LabelledExample] = []
-    for number, line in _lines(path, name):
-        if not line.strip():
-            continue
+    hint = f"; write one JSON object per line, e.g. {_EXAMPLE}"
+    for number, value in json_lines(_lines(path, name), name, CalibrationError, hint=hint):
         where = f"{name} line {number}"
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise CalibrationError(
-                f"{where}: malformed JSON at column {error.colno}: {error.msg}; write one "
-                f"JSON object per line, e.g. {_EXAMPLE}"
-            ) from None
         example = _parse(value, rubric, scales, where)
         if example.target.id is None:
             target = example.target.model_copy(update={"id": f"line-{number}"})

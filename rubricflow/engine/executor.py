@@ -346,7 +346,6 @@ async def evaluate_cases(
         raise ConfigurationError(f"target concurrency must be at least 1, got {target_concurrency}")
     window = READY_WINDOW * target_concurrency
     pending: collections.deque[asyncio.Task[Evaluation]] = collections.deque()
-    running: set[asyncio.Task[Evaluation]] = set()
 
     async def items() -> AsyncGenerator[Any, None]:
         if isinstance(cases, AsyncIterable):
@@ -364,6 +363,7 @@ async def evaluate_cases(
         broken: Exception | None = None
         try:
             while True:
+                running = [task for task in pending if not task.done()]
                 while not exhausted and len(running) < target_concurrency and len(pending) < window:
                     try:
                         case_rubric, item = await anext(source)
@@ -377,17 +377,13 @@ async def evaluate_cases(
                         break
                     task = asyncio.ensure_future(evaluate(case_rubric, item, **shared))
                     pending.append(task)
-                    running.add(task)
+                    running.append(task)
                 if not pending:
                     break
-                head = pending[0]
-                if head.done():
-                    pending.popleft()
-                    running.discard(head)
-                    yield head.result()
+                if pending[0].done():
+                    yield pending.popleft().result()
                     continue
-                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                running.difference_update(done)
+                await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for task in pending:
                 task.cancel()

@@ -208,13 +208,9 @@ def cache(
         return
     finally:
         store.close()
-    if as_json:
-        out.print_json(json.dumps(stats))
-        return
-    if clear:
-        out.print(f"removed {stats['removed']} cached answer(s)")
-    out.print(f"{escape(stats['path'])}: {stats['entries']} answer(s), {stats['bytes']:,} bytes")
-    _hint_at_the_store()
+    summary = f"{escape(stats['path'])}: {stats['entries']} answer(s), {stats['bytes']:,} bytes"
+    if _show_cache_stats(stats, summary, as_json=as_json):
+        _hint_at_the_store()
 
 
 def _hint_at_the_store() -> None:
@@ -226,7 +222,8 @@ def _hint_at_the_store() -> None:
     if os.environ.get(DB_ENV):
         err.print(
             f"note: this is the local cache file; the judge cache of the store in ${DB_ENV} "
-            "(used by `rubricflow eval --db`) is shown by `rubricflow llm cache --store`"
+            "(used by `rubricflow eval --db` and by reviews) is shown by "
+            "`rubricflow llm cache --store`"
         )
 
 
@@ -250,15 +247,24 @@ def _store_cache(db: str | None, *, clear: bool, as_json: bool) -> None:
     except RubricflowError as error:
         _fail(str(error))
         return
+    _show_cache_stats(
+        stats,
+        f"judge cache in {escape(stats['db'])}: {stats['entries']} answer(s), "
+        f"{stats['chars']:,} characters, served {stats['hits']:,} time(s)",
+        as_json=as_json,
+    )
+
+
+def _show_cache_stats(stats: dict[str, Any], summary: str, *, as_json: bool) -> bool:
+    """Print a cache's stats (and how many answers `--clear` removed) as JSON or as the
+    one-line `summary`; True when printed for a person."""
     if as_json:
         out.print_json(json.dumps(stats))
-        return
-    if clear:
+        return False
+    if "removed" in stats:
         out.print(f"removed {stats['removed']} cached answer(s)")
-    out.print(
-        f"judge cache in {escape(stats['db'])}: {stats['entries']} answer(s), "
-        f"{stats['chars']:,} characters, served {stats['hits']:,} time(s)"
-    )
+    out.print(summary)
+    return True
 
 
 def _existing_store_url(db: str | None) -> str:

@@ -292,7 +292,7 @@ class ArtifactRegistry:
                 artifact = artifact.model_copy(
                     update={"content": json.loads(stored), "content_hash": digest}
                 )
-            written = await self.repository.transition(
+            event, updated = await self.repository.write_transition(
                 connection,
                 artifact,
                 trigger=trigger,
@@ -303,9 +303,6 @@ class ArtifactRegistry:
                 updates=fields,
                 seq=seq,
             )
-            if written is None:
-                raise await self.repository.conflict(connection, artifact, trigger)
-        event, updated = written
         await self._notify(event)
         return updated, event
 
@@ -340,7 +337,7 @@ class ArtifactRegistry:
             # the claim; should this process die in between, workers take it after the
             # grace period
             grace = timedelta(seconds=min(self.lease_seconds, INLINE_GRACE_SECONDS))
-            submitted = await self.repository.transition(
+            event, artifact = await self.repository.write_transition(
                 connection,
                 artifact,
                 trigger="submit",
@@ -350,9 +347,6 @@ class ArtifactRegistry:
                 updates={**_RELEASED, "queued_at": utcnow() + grace if inline else utcnow()},
                 seq=last_seq + 1,
             )
-            if submitted is None:
-                raise await self.repository.conflict(connection, artifact, "submit")
-        event, artifact = submitted
         await self._notify(event)
         if not inline:
             return ReviewOutcome(artifact, queued=True, reason="queued for a worker")
@@ -425,36 +419,31 @@ class ArtifactRegistry:
             artifact = await self.repository.get(artifact_id, connection)
             expired = artifact.lease_expires_at is not None and artifact.lease_expires_at < now
             if artifact.status == "in_review" and not artifact.awaiting_approval and expired:
-                events.append(
-                    await self.repository.write_transition(
-                        connection,
-                        artifact,
-                        trigger="abort_review",
-                        dest=self.lifecycle.next_state(
-                            artifact.id, artifact.status, "abort_review"
-                        ),
-                        actor=SYSTEM_ACTOR,
-                        reason=f"the lease of {artifact.lease_owner} expired; review restarted",
-                        updates={"lease_owner": None, "lease_expires_at": None},
-                    )
-                )
-                artifact = await self.repository.get(artifact_id, connection)
-            if artifact.status != "pending_review":
-                return None
-            events.append(
-                await self.repository.write_transition(
+                aborted, artifact = await self.repository.write_transition(
                     connection,
                     artifact,
-                    trigger="start_review",
-                    dest=self.lifecycle.next_state(artifact.id, artifact.status, "start_review"),
-                    actor=worker,
-                    reason="review started",
-                    updates={"lease_owner": worker, "lease_expires_at": expires},
+                    trigger="abort_review",
+                    dest=self.lifecycle.next_state(artifact.id, artifact.status, "abort_review"),
+                    actor=SYSTEM_ACTOR,
+                    reason=f"the lease of {artifact.lease_owner} expired; review restarted",
+                    updates={"lease_owner": None, "lease_expires_at": None},
                 )
+                events.append(aborted)
+            if artifact.status != "pending_review":
+                return None
+            started, claimed = await self.repository.write_transition(
+                connection,
+                artifact,
+                trigger="start_review",
+                dest=self.lifecycle.next_state(artifact.id, artifact.status, "start_review"),
+                actor=worker,
+                reason="review started",
+                updates={"lease_owner": worker, "lease_expires_at": expires},
             )
+            events.append(started)
         for event in events:
             await self._notify(event)
-        return await self.repository.get(artifact_id)
+        return claimed
 
     async def review(self, artifact_id: str, *, worker: str) -> ReviewOutcome:
         """Claim the artifact, evaluate every bound rubric, and commit the outcome. A

@@ -371,8 +371,10 @@ class ArtifactRepository:
         reason: str | None = None,
         evaluation_ids: Sequence[str] = (),
         updates: dict[str, Any] | None = None,
-    ) -> ArtifactEvent:
-        """Move `artifact` (as last read, at its `version`) to `dest` and log the event.
+        seq: int | None = None,
+    ) -> tuple[ArtifactEvent, Artifact]:
+        """Move `artifact` (as last read, at its `version`) to `dest` and log the event;
+        the event and the artifact as written (see `transition`).
 
         Raises `ArtifactConflictError` when another writer changed it since it was read.
         """
@@ -385,10 +387,11 @@ class ArtifactRepository:
             reason=reason,
             evaluation_ids=evaluation_ids,
             updates=updates,
+            seq=seq,
         )
         if written is None:
             raise await self.conflict(connection, artifact, trigger)
-        return written[0]
+        return written
 
     async def transition(
         self,

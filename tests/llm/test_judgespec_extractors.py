@@ -9,6 +9,8 @@ import copy
 from pathlib import Path
 from typing import Any
 
+from formats.test_judgespec_extractors import field
+
 from rubricflow import evaluate, load_document, load_file, parse_rubric
 from rubricflow.model import Rubric
 
@@ -16,17 +18,6 @@ from .fixtures import clean_llm_env, server, session_for
 from .scripted import Recorded, ScriptedServer, openai_reply
 
 __all__ = ["clean_llm_env", "server"]
-
-
-def field(name: str, pattern: str | None, **extra: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        "field_type": "STRING",
-        "required": True,
-        "extraction_pattern": pattern,
-        "match_index": 0,
-        **extra,
-    }
 
 
 SPEC: dict[str, Any] = {
