@@ -12,10 +12,10 @@ import collections
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiosqlite
 import sqlalchemy as sa
@@ -25,9 +25,14 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import event
+from sqlalchemy.dialects.sqlite.aiosqlite import (
+    AsyncAdapt_aiosqlite_connection,
+    AsyncAdapt_aiosqlite_cursor,
+)
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.util.concurrency import await_, greenlet_spawn, in_greenlet
 
 from rubricflow.errors import SchemaOutdatedError, StoreError
 from rubricflow.store.tables import metadata
@@ -165,6 +170,10 @@ class Database:
 
     @asynccontextmanager
     async def _begin(self) -> AsyncIterator[AsyncConnection]:
+        if isinstance(self.engine, _SQLiteEngine):
+            async with self._translated(), self._sqlite_transaction() as connection:
+                yield connection
+            return
         async with self._translated(), self.engine.begin() as connection:
             if self.dialect == "sqlite":
                 # Take the write lock up front (waiting up to the busy timeout): a
@@ -172,6 +181,39 @@ class Database:
                 # process committed in between and fail at once with SQLITE_BUSY.
                 await self._begin_immediate(connection)
             yield connection
+
+    @asynccontextmanager
+    async def _sqlite_transaction(self) -> AsyncIterator[AsyncConnection]:
+        """`engine.begin()` for `_SQLiteEngine`s, the same steps (a pooled connection,
+        BEGIN IMMEDIATE, commit or rollback, back to the pool) with every step that runs
+        inline made here and now rather than through a greenlet, and none through an
+        extra task: the machinery cost a write transaction several times what SQLite
+        spends on it."""
+        connection = await self.engine.connect().start()
+        sync = connection.sync_connection
+        assert sync is not None
+        driver = cast(_InlineConnection, sync.connection.driver_connection)
+        try:
+            transaction = sync.begin()
+            try:
+                try:
+                    await driver.begin_immediate()
+                except sqlite3.OperationalError as error:
+                    raise self._operational(error) from error
+                yield connection
+            except BaseException:
+                if transaction.is_active:
+                    await _inline_or_in_greenlet(driver, transaction.rollback)
+                raise
+            await _inline_or_in_greenlet(driver, transaction.commit)
+        finally:
+            # the pool rolls back a transaction still open; waiting (a rollback sent to
+            # aiosqlite's thread, an overflow connection closed) is shielded from
+            # cancellation, as `AsyncConnection` does
+            if driver.thread_idle() and not _closes_on_return(sync):
+                await greenlet_spawn(sync.close)
+            else:
+                await asyncio.shield(connection.close())
 
     async def _begin_immediate(self, connection: AsyncConnection) -> None:
         raw = await connection.get_raw_connection()
@@ -360,6 +402,23 @@ class Database:
             return await connection.run_sync(read)
 
 
+async def _inline_or_in_greenlet(driver: _InlineConnection, method: Callable[[], Any]) -> None:
+    """Call a sync SQLAlchemy `method` (a commit, a rollback) right here when the driver
+    runs it inline, else in a greenlet (it must wait in aiosqlite's thread)."""
+    if driver.thread_idle():
+        method()
+    else:
+        await greenlet_spawn(method)
+
+
+def _closes_on_return(sync: sa.Connection) -> bool:
+    """True when returning this connection to its pool may close a DBAPI connection (it
+    was invalidated, or the pool has overflowed), which waits in aiosqlite's thread."""
+    pool = sync.engine.pool
+    overflow = getattr(pool, "overflow", None)
+    return sync.invalidated or (overflow is not None and overflow() > 0)
+
+
 def _in_memory(url: str) -> bool:
     parsed = make_url(url)
     return parsed.get_backend_name() == "sqlite" and (
@@ -375,10 +434,10 @@ def _create_engine(url: str) -> AsyncEngine:
             pool_reset_on_return=None,
         )
         if engine.dialect.driver == "aiosqlite":
-            engine = create_async_engine(
-                url,
-                async_creator=_aiosqlite_creator(engine),
-                pool_reset_on_return=None,
+            engine = _SQLiteEngine(
+                create_async_engine(
+                    url, creator=_aiosqlite_creator(engine), pool_reset_on_return=None
+                ).sync_engine
             )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         event.listen(engine.sync_engine.pool, "reset", _rollback_if_in_transaction)
@@ -392,10 +451,11 @@ def _create_engine(url: str) -> AsyncEngine:
     )
 
 
-def _aiosqlite_creator(engine: AsyncEngine) -> Callable[[], Awaitable[Any]]:
-    """Connections for `engine`'s URL (as its dialect would open them) that run the
-    statements that cannot wait on another process's lock in the event loop's thread
-    (`_InlineConnection`)."""
+def _aiosqlite_creator(engine: AsyncEngine) -> Callable[[], Any]:
+    """The pool's creator of connections for `engine`'s URL (as its dialect would open
+    them, called in SQLAlchemy's greenlet): SQLAlchemy's aiosqlite adapter over an
+    `_InlineConnection`, which runs in the event loop's thread the statements that cannot
+    wait on another process."""
     args, options = engine.dialect.create_connect_args(engine.url)
     kwargs: dict[str, Any] = {
         **options,
@@ -404,8 +464,9 @@ def _aiosqlite_creator(engine: AsyncEngine) -> Callable[[], Awaitable[Any]]:
         # once (SQLAlchemy runs one statement at a time on a connection)
         "check_same_thread": False,
     }
+    dbapi = engine.dialect.dbapi
 
-    async def create() -> aiosqlite.Connection:
+    async def connect() -> aiosqlite.Connection:
         def connector() -> sqlite3.Connection:
             connection: sqlite3.Connection = sqlite3.connect(*args, **kwargs)  # type: ignore[call-overload]
             return connection
@@ -414,7 +475,112 @@ def _aiosqlite_creator(engine: AsyncEngine) -> Callable[[], Awaitable[Any]]:
         connection._thread.daemon = True  # as SQLAlchemy does: never hold up an exit
         return await connection
 
+    def create() -> _InlineAdaptedConnection:
+        return _InlineAdaptedConnection(dbapi, cast(Any, await_(connect())))
+
     return create
+
+
+class _SQLiteConnection(AsyncConnection):
+    """An `AsyncConnection` whose statements run straight through SQLAlchemy's sync
+    execution path, with no greenlet hand-off, when they run inline anyway (inside a
+    write transaction this connection holds; see `_InlineConnection`). A review runs a
+    dozen statements; each hand-off cost about as much as SQLite running the statement."""
+
+    __slots__ = ()
+
+    async def execute(
+        self,
+        statement: Any,
+        parameters: Any = None,
+        *,
+        execution_options: Any = None,
+    ) -> Any:
+        sync = self.sync_connection
+        if sync is not None and not sync.closed and not sync.invalidated:
+            driver = sync.connection.driver_connection
+            if isinstance(driver, _InlineConnection) and driver.holds_transaction():
+                return sync.execute(statement, parameters, execution_options=execution_options)
+        return await super().execute(statement, parameters, execution_options=execution_options)
+
+
+class _SQLiteEngine(AsyncEngine):
+    """An `AsyncEngine` whose connections are `_SQLiteConnection`s."""
+
+    __slots__ = ()
+
+    _connection_cls = _SQLiteConnection
+
+
+class _InlineAdaptedCursor(AsyncAdapt_aiosqlite_cursor):
+    """SQLAlchemy's aiosqlite cursor adapter, minus the greenlet hand-offs when called
+    outside a greenlet (by `_SQLiteConnection.execute`, only for statements that run
+    inline): opening and closing an `_InlineCursor` wait for nothing, and the statement
+    is run here and now. Inside a greenlet it awaits as usual (SQLAlchemy's async
+    `execute` insists that something was awaited)."""
+
+    __slots__ = ()
+
+    def _aenter_cursor(self, cursor: Any) -> Any:
+        return cursor if not in_greenlet() else super()._aenter_cursor(cursor)
+
+    def close(self) -> None:
+        if in_greenlet():
+            super().close()
+        else:
+            self._rows.clear()
+            cast(_InlineCursor, self._cursor).take_rows()
+
+    def execute(self, operation: Any, parameters: Any = None) -> Any:
+        if in_greenlet():
+            return super().execute(operation, parameters)
+        cursor = cast(_InlineCursor, self._cursor)
+        try:
+            cursor.run(operation, parameters)
+        except Exception as error:
+            self._adapt_connection._handle_exception(error)
+        self._rows = cursor.take_rows()
+        return None
+
+    def executemany(self, operation: Any, seq_of_parameters: Any) -> Any:
+        if in_greenlet():
+            return super().executemany(operation, seq_of_parameters)
+        cursor = cast(_InlineCursor, self._cursor)
+        try:
+            cursor.run_many(operation, seq_of_parameters)
+        except Exception as error:
+            self._adapt_connection._handle_exception(error)
+        return None
+
+
+class _InlineAdaptedConnection(AsyncAdapt_aiosqlite_connection):
+    """SQLAlchemy's aiosqlite connection adapter over an `_InlineConnection`: cursors
+    are `_InlineAdaptedCursor`s, and a commit or rollback that runs inline is made here
+    and now."""
+
+    __slots__ = ()
+
+    _cursor_cls = _InlineAdaptedCursor
+
+    def commit(self) -> None:
+        driver: _InlineConnection = self._connection  # type: ignore[assignment]
+        if driver.thread_idle() and driver.open():
+            try:
+                driver.commit_inline()
+            except Exception as error:
+                self._handle_exception(error)
+        else:
+            super().commit()
+
+    def rollback(self) -> None:
+        driver: _InlineConnection = self._connection  # type: ignore[assignment]
+        if driver.thread_idle() and driver.open():
+            try:
+                driver.rollback_inline()
+            except Exception as error:
+                self._handle_exception(error)
+        else:
+            super().rollback()
 
 
 class _InlineConnection(aiosqlite.Connection):
@@ -463,6 +629,15 @@ class _InlineConnection(aiosqlite.Connection):
         with self._queued_lock:
             return self._queued == 0
 
+    def open(self) -> bool:
+        return self._connection is not None
+
+    def holds_transaction(self) -> bool:
+        """True when this connection is in a transaction and nothing of it is still
+        running in aiosqlite's thread: every statement then runs inline."""
+        connection = self._connection
+        return connection is not None and connection.in_transaction and self.thread_idle()
+
     def runs_inline(self, sql: str) -> bool:
         if self._connection is None or not self.thread_idle():
             return False  # closed (aiosqlite raises its own error), or the thread is busy
@@ -490,11 +665,17 @@ class _InlineConnection(aiosqlite.Connection):
             raw.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         await self.in_thread(raw.execute, "BEGIN IMMEDIATE")
 
+    def commit_inline(self) -> None:
+        self._conn.commit()  # WAL: appends to the log, waits for nobody
+
+    def rollback_inline(self) -> None:
+        self._conn.rollback()
+
     async def commit(self) -> None:
         if self._connection is None:
             return
         if self.thread_idle():
-            self._conn.commit()  # WAL: appends to the log, waits for nobody
+            self.commit_inline()
         else:
             await self.in_thread(self._conn.commit)
 
@@ -516,7 +697,7 @@ class _InlineCursor:
     SQLite cursor is closed at once."""
 
     def __init__(self, connection: _InlineConnection) -> None:
-        self._connection = connection
+        self.connection = connection
         self._rows: collections.deque[Any] = collections.deque()
         self.description: Any = None
         self.rowcount = -1
@@ -530,21 +711,26 @@ class _InlineCursor:
         await self.close()
 
     async def execute(self, sql: str, parameters: Any = None) -> _InlineCursor:
-        if self._connection.runs_inline(sql):
-            self._run(sql, parameters)
+        if self.connection.runs_inline(sql):
+            self.run(sql, parameters)
         else:
-            await self._connection.in_thread(self._run, sql, parameters)
+            await self.connection.in_thread(self.run, sql, parameters)
         return self
 
     async def executemany(self, sql: str, parameters: Any) -> _InlineCursor:
-        await self._connection.in_thread(self._run_many, sql, parameters)
+        await self.connection.in_thread(self.run_many, sql, parameters)
         return self
 
-    def _run(self, sql: str, parameters: Any) -> None:
-        self._take(self._connection._conn.execute(sql, () if parameters is None else parameters))
+    def run(self, sql: str, parameters: Any) -> None:
+        """Run one statement now, in this thread, and keep its rows."""
+        self._take(self.connection._conn.execute(sql, () if parameters is None else parameters))
 
-    def _run_many(self, sql: str, parameters: Any) -> None:
-        self._take(self._connection._conn.executemany(sql, parameters))
+    def take_rows(self) -> collections.deque[Any]:
+        rows, self._rows = self._rows, collections.deque()
+        return rows
+
+    def run_many(self, sql: str, parameters: Any) -> None:
+        self._take(self.connection._conn.executemany(sql, parameters))
 
     def _take(self, cursor: sqlite3.Cursor) -> None:
         try:
