@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from rubricflow.errors import ArtifactConflictError, NotFoundError
 from rubricflow.results import Evaluation, canonical_json
-from rubricflow.store._sql import as_utc, utcnow
+from rubricflow.store._sql import INCOMPLETE, as_utc, utcnow
 from rubricflow.store.database import Database
 from rubricflow.store.tables import (
     ArtifactEventRow,
@@ -65,13 +65,16 @@ _SUBMITTING = (
         .where(
             _evaluations.c.artifact_id == _artifacts.c.id,
             _evaluations.c.revision == _artifacts.c.revision,
-            _evaluations.c.verdict != "incomplete",
+            _evaluations.c.verdict != INCOMPLETE,
         )
         .label("reviewed"),
     )
     .join(_types, _types.c.name == _artifacts.c.type)
     .where(_artifacts.c.id == sa.bindparam("artifact_id"))
 )
+_INSERT_ARTIFACT = _artifacts.insert()
+_INSERT_REVISION = _revisions.insert()
+_INSERT_EVENT = _events.insert()
 # the SET clause comes from the parameters' column names
 _TRANSITION = _artifacts.update().where(
     _artifacts.c.id == sa.bindparam("match_id"),
@@ -83,7 +86,7 @@ _LAST_SEQ = sa.select(sa.func.coalesce(sa.func.max(_events.c.seq), 0)).where(
 _REVIEWED = sa.select(_evaluations.c.document).where(
     _evaluations.c.artifact_id == sa.bindparam("artifact_id"),
     _evaluations.c.revision == sa.bindparam("revision"),
-    _evaluations.c.verdict != "incomplete",
+    _evaluations.c.verdict != INCOMPLETE,
 )
 
 
@@ -241,7 +244,7 @@ class ArtifactRepository:
         now = utcnow()
         metadata_json = json.dumps(metadata, ensure_ascii=False)
         await connection.execute(
-            _artifacts.insert(),
+            _INSERT_ARTIFACT,
             {
                 "id": artifact_id,
                 "type": type_name,
@@ -301,7 +304,7 @@ class ArtifactRepository:
         stored = json.dumps(content, ensure_ascii=False)
         digest = content_hash(content)
         await connection.execute(
-            _revisions.insert(),
+            _INSERT_REVISION,
             {
                 "artifact_id": artifact_id,
                 "revision": revision,
@@ -357,7 +360,7 @@ class ArtifactRepository:
         )
         row = event.model_dump()
         row["evaluation_ids"] = json.dumps(list(event.evaluation_ids))
-        await connection.execute(_events.insert(), row)
+        await connection.execute(_INSERT_EVENT, row)
         return event
 
     async def write_transition(

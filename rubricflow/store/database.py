@@ -35,6 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.util.concurrency import await_, greenlet_spawn, in_greenlet
 
 from rubricflow.errors import SchemaOutdatedError, StoreError
+from rubricflow.store.direct import DirectWrites
 from rubricflow.store.tables import metadata
 from rubricflow.store.url import display_url, resolve_url
 
@@ -500,16 +501,26 @@ class _SQLiteConnection(AsyncConnection):
         if sync is not None and not sync.closed and not sync.invalidated:
             driver = sync.connection.driver_connection
             if isinstance(driver, _InlineConnection) and driver.holds_transaction():
+                if execution_options is None:
+                    engine = cast(_SQLiteEngine, self.engine)
+                    written = engine.direct_writes.run(driver._conn, statement, parameters)
+                    if written is not None:
+                        return written
                 return sync.execute(statement, parameters, execution_options=execution_options)
         return await super().execute(statement, parameters, execution_options=execution_options)
 
 
 class _SQLiteEngine(AsyncEngine):
-    """An `AsyncEngine` whose connections are `_SQLiteConnection`s."""
+    """An `AsyncEngine` whose connections are `_SQLiteConnection`s, with the writes they
+    run directly on `sqlite3`."""
 
-    __slots__ = ()
+    __slots__ = ("direct_writes",)
 
     _connection_cls = _SQLiteConnection
+
+    def __init__(self, sync_engine: sa.Engine) -> None:
+        super().__init__(sync_engine)
+        self.direct_writes = DirectWrites(sync_engine.dialect)
 
 
 class _InlineAdaptedCursor(AsyncAdapt_aiosqlite_cursor):

@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 
 from rubricflow.errors import NotFoundError, StoreError
 from rubricflow.results import Evaluation, LLMCall
-from rubricflow.store._sql import insert_ignoring_duplicates, parse_time, to_utc, utcnow
+from rubricflow.store._sql import INCOMPLETE, insert_ignoring_duplicates, parse_time, to_utc, utcnow
 from rubricflow.store.database import Database
 from rubricflow.store.tables import CriterionResultRow, EvaluationRow, LLMCallRow
 
@@ -24,6 +24,11 @@ __all__ = ["EvaluationFilter", "EvaluationStore", "StoredEvaluation"]
 _evaluations = EvaluationRow.__table__  # type: ignore[attr-defined]
 _criteria = CriterionResultRow.__table__  # type: ignore[attr-defined]
 _calls = LLMCallRow.__table__  # type: ignore[attr-defined]
+# built once: the same statement object is what lets a SQLite store run it directly
+# (`rubricflow.store.direct`)
+_INSERT_EVALUATION = _evaluations.insert()
+_INSERT_CRITERIA = _criteria.insert()
+_INSERT_CALLS = _calls.insert()
 
 
 @dataclass(frozen=True)
@@ -191,11 +196,11 @@ class EvaluationStore:
             )
         try:
             async with self.database.transaction() as connection:
-                await connection.execute(_evaluations.insert(), evaluations)
+                await connection.execute(_INSERT_EVALUATION, evaluations)
                 if criteria:
-                    await connection.execute(_criteria.insert(), criteria)
+                    await connection.execute(_INSERT_CRITERIA, criteria)
                 if calls:
-                    await connection.execute(_calls.insert(), calls)
+                    await connection.execute(_INSERT_CALLS, calls)
         except IntegrityError as error:
             taken = await self._stored_ids(ids)
             if taken:
@@ -242,9 +247,9 @@ class EvaluationStore:
         )
         if inserted.rowcount == 1:
             if criteria:
-                await connection.execute(_criteria.insert(), criteria)
+                await connection.execute(_INSERT_CRITERIA, criteria)
             if calls:
-                await connection.execute(_calls.insert(), calls)
+                await connection.execute(_INSERT_CALLS, calls)
             return evaluation
         existing = (
             await connection.execute(
@@ -253,7 +258,7 @@ class EvaluationStore:
                     _evaluations.c.revision == revision,
                     _evaluations.c.rubric_id == evaluation.rubric_id,
                     _evaluations.c.rubric_version == evaluation.rubric_version,
-                    _evaluations.c.verdict != "incomplete",
+                    _evaluations.c.verdict != INCOMPLETE,
                 )
             )
         ).first()

@@ -52,6 +52,8 @@ _LIVE_VERSIONS = (
 _LIVE_VERSIONS_OF = _LIVE_VERSIONS.where(
     _versions.c.rubric_id.in_(sa.bindparam("ids", expanding=True))
 )
+# one rubric's: without the list, the statement is compiled once (a review looks one up)
+_LIVE_VERSIONS_OF_ONE = _LIVE_VERSIONS.where(_versions.c.rubric_id == sa.bindparam("id"))
 # every version of the rubrics that have one targeting :target_type (found through the
 # target_type index): whether the *latest* version targets it is decided in Python
 _LIVE_VERSIONS_FOR_TARGET = _LIVE_VERSIONS.where(
@@ -247,7 +249,7 @@ class RubricRegistry:
                 hint = f"stored versions: {', '.join(known)}" if known else "no such rubric"
                 raise NotFoundError(f"rubric {rubric_id!r} has no version {version} ({hint})")
             return _parsed_document(row.content_hash, row.document)
-        latest = await self._latest(connection, _LIVE_VERSIONS_OF, {"ids": [rubric_id]})
+        latest = await self._latest(connection, _LIVE_VERSIONS_OF_ONE, {"id": rubric_id})
         if rubric_id not in latest:
             raise NotFoundError(
                 f"no rubric {rubric_id!r} is registered (or it was deleted); "

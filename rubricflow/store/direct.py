@@ -1,0 +1,144 @@
+"""Writes run straight on `sqlite3`, with the SQL and value conversions SQLAlchemy
+compiles for them.
+
+A review writes a dozen rows. Through SQLAlchemy's execution machinery each INSERT or
+UPDATE cost several times what SQLite takes to run it; a statement used again and
+again (a module-level constant, seen twice by identity) is compiled here once instead,
+with SQLAlchemy's SQLite compiler and its types' bind processors, and run on the
+`sqlite3` connection directly. Only plain writes qualify: no RETURNING, no column
+defaults computed in Python, no expanding parameters; anything else, and any
+statement seen only once, takes SQLAlchemy's own path. The result offers `rowcount`,
+all a write's caller reads.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.sql.dml import Delete, Insert, Update
+
+__all__ = ["DirectWrites", "WriteResult"]
+
+# how many statements are remembered: those built anew on every call are seen once
+# each, so the memory is dropped when it fills up
+_MEMORY = 512
+_UNSET = object()
+
+
+class WriteResult:
+    """What a direct write returns: the number of rows it changed."""
+
+    __slots__ = ("rowcount",)
+
+    def __init__(self, rowcount: int) -> None:
+        self.rowcount = rowcount
+
+
+class _Bind(NamedTuple):
+    key: str
+    process: Callable[[Any], Any] | None
+    fixed: Any  # the value compiled into the statement, or _UNSET: from the parameters
+
+
+class _Compiled(NamedTuple):
+    sql: str
+    binds: tuple[_Bind, ...]
+
+
+class DirectWrites:
+    """The direct-write statements of one SQLite dialect."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self._dialect = dialect
+        self._seen: dict[tuple[int, frozenset[str], bool], Any] = {}
+        self._compiled: dict[tuple[int, frozenset[str], bool], tuple[Any, _Compiled | None]] = {}
+
+    def run(
+        self, connection: sqlite3.Connection, statement: Any, parameters: Any
+    ) -> WriteResult | None:
+        """Run `statement` with `parameters` directly when it qualifies (None when it
+        does not: the caller takes SQLAlchemy's path)."""
+        if not isinstance(statement, (Insert, Update, Delete)):
+            return None
+        many = isinstance(parameters, list)
+        first = parameters[0] if many and parameters else parameters
+        if not isinstance(first, Mapping):
+            return None
+        keys = frozenset(first)
+        compiled = self._lookup(statement, keys, many)
+        if compiled is None:
+            return None
+        try:
+            if many:
+                if any(row.keys() != keys for row in parameters):
+                    return None  # SQLAlchemy's rule for such batches applies
+                rows = [_values(compiled, row) for row in parameters]
+                cursor = connection.executemany(compiled.sql, rows)
+            else:
+                cursor = connection.execute(compiled.sql, _values(compiled, first))
+        except sqlite3.Error as error:
+            raise DBAPIError.instance(
+                compiled.sql, parameters, error, sqlite3.Error, dialect=self._dialect
+            ) from error
+        try:
+            return WriteResult(cursor.rowcount)
+        finally:
+            cursor.close()
+
+    def _lookup(self, statement: Any, keys: frozenset[str], many: bool) -> _Compiled | None:
+        key = (id(statement), keys, many)
+        known = self._compiled.get(key)
+        if known is not None and known[0] is statement:
+            return known[1]
+        if self._seen.get(key) is not statement:
+            if len(self._seen) >= _MEMORY:
+                self._seen.clear()
+            self._seen[key] = statement  # held, so its id is not reused meanwhile
+            return None
+        if len(self._compiled) >= _MEMORY:
+            self._compiled.clear()
+        compiled = self._compile(statement, keys, many)
+        self._compiled[key] = (statement, compiled)
+        return compiled
+
+    def _compile(self, statement: Any, keys: frozenset[str], many: bool) -> _Compiled | None:
+        dialect = self._dialect
+        try:
+            compiled: Any = statement.compile(
+                dialect=dialect, column_keys=sorted(keys), for_executemany=many
+            )
+        except Exception:  # e.g. a key that names no column: SQLAlchemy says so
+            return None
+        if (
+            compiled.insert_prefetch
+            or compiled.update_prefetch
+            or compiled.effective_returning
+            or compiled.post_compile_params
+            or compiled.literal_execute_params
+            or compiled.positiontup is None
+        ):
+            return None
+        binds = []
+        for name in compiled.positiontup:
+            bind = compiled.binds[name]
+            if bind.key in keys:
+                fixed = _UNSET
+            elif bind.required or bind.callable is not None:
+                return None  # SQLAlchemy's path names what is missing
+            else:
+                fixed = bind.value
+            process = bind.type.dialect_impl(dialect).bind_processor(dialect)
+            binds.append(_Bind(bind.key, process, fixed))
+        return _Compiled(str(compiled), tuple(binds))
+
+
+def _values(compiled: _Compiled, row: Mapping[str, Any]) -> tuple[Any, ...]:
+    values = []
+    for key, process, fixed in compiled.binds:
+        value = row[key] if fixed is _UNSET else fixed
+        values.append(process(value) if process is not None else value)
+    return tuple(values)
