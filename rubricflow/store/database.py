@@ -35,6 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.util.concurrency import await_, greenlet_spawn, in_greenlet
 
 from rubricflow.errors import SchemaOutdatedError, StoreError
+from rubricflow.store.checkpoint import WalCheckpointer
 from rubricflow.store.direct import DirectWrites
 from rubricflow.store.tables import metadata
 from rubricflow.store.url import display_url, resolve_url
@@ -139,6 +140,8 @@ class Database:
 
     async def close(self) -> None:
         await self.engine.dispose()
+        if isinstance(self.engine, _SQLiteEngine) and self.engine.checkpointer is not None:
+            await asyncio.to_thread(self.engine.checkpointer.close)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncConnection]:
@@ -435,10 +438,10 @@ def _create_engine(url: str) -> AsyncEngine:
             pool_reset_on_return=None,
         )
         if engine.dialect.driver == "aiosqlite":
+            creator, checkpointer = _aiosqlite_creator(engine, in_memory=_in_memory(url))
             engine = _SQLiteEngine(
-                create_async_engine(
-                    url, creator=_aiosqlite_creator(engine), pool_reset_on_return=None
-                ).sync_engine
+                create_async_engine(url, creator=creator, pool_reset_on_return=None).sync_engine,
+                checkpointer,
             )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         event.listen(engine.sync_engine.pool, "reset", _rollback_if_in_transaction)
@@ -452,11 +455,14 @@ def _create_engine(url: str) -> AsyncEngine:
     )
 
 
-def _aiosqlite_creator(engine: AsyncEngine) -> Callable[[], Any]:
+def _aiosqlite_creator(
+    engine: AsyncEngine, *, in_memory: bool
+) -> tuple[Callable[[], Any], WalCheckpointer | None]:
     """The pool's creator of connections for `engine`'s URL (as its dialect would open
     them, called in SQLAlchemy's greenlet): SQLAlchemy's aiosqlite adapter over an
     `_InlineConnection`, which runs in the event loop's thread the statements that cannot
-    wait on another process."""
+    wait on another process. For a database file, also the `WalCheckpointer` that makes
+    the checkpoints its connections no longer make themselves."""
     args, options = engine.dialect.create_connect_args(engine.url)
     kwargs: dict[str, Any] = {
         **options,
@@ -467,19 +473,29 @@ def _aiosqlite_creator(engine: AsyncEngine) -> Callable[[], Any]:
     }
     dbapi = engine.dialect.dbapi
 
-    async def connect() -> aiosqlite.Connection:
-        def connector() -> sqlite3.Connection:
-            connection: sqlite3.Connection = sqlite3.connect(*args, **kwargs)  # type: ignore[call-overload]
-            return connection
+    def open_file() -> sqlite3.Connection:
+        connection: sqlite3.Connection = sqlite3.connect(*args, **kwargs)  # type: ignore[call-overload]
+        return connection
 
+    checkpointer = None if in_memory else WalCheckpointer(open_file)
+
+    def connector() -> sqlite3.Connection:
+        connection = open_file()
+        if checkpointer is not None:
+            connection.execute("PRAGMA wal_autocheckpoint=0")
+        return connection
+
+    async def connect() -> aiosqlite.Connection:
         connection = _InlineConnection(connector, 64)
         connection._thread.daemon = True  # as SQLAlchemy does: never hold up an exit
+        if checkpointer is not None:
+            connection.on_commit = checkpointer.committed
         return await connection
 
     def create() -> _InlineAdaptedConnection:
         return _InlineAdaptedConnection(dbapi, cast(Any, await_(connect())))
 
-    return create
+    return create, checkpointer
 
 
 class _SQLiteConnection(AsyncConnection):
@@ -514,13 +530,14 @@ class _SQLiteEngine(AsyncEngine):
     """An `AsyncEngine` whose connections are `_SQLiteConnection`s, with the writes they
     run directly on `sqlite3`."""
 
-    __slots__ = ("direct_writes",)
+    __slots__ = ("checkpointer", "direct_writes")
 
     _connection_cls = _SQLiteConnection
 
-    def __init__(self, sync_engine: sa.Engine) -> None:
+    def __init__(self, sync_engine: sa.Engine, checkpointer: WalCheckpointer | None) -> None:
         super().__init__(sync_engine)
         self.direct_writes = DirectWrites(sync_engine.dialect)
+        self.checkpointer = checkpointer
 
 
 class _InlineAdaptedCursor(AsyncAdapt_aiosqlite_cursor):
@@ -611,6 +628,8 @@ class _InlineConnection(aiosqlite.Connection):
         # connection is never used from both threads and calls keep their order
         self._queued = 0
         self._queued_lock = threading.Lock()
+        #: called in the event loop's thread after each commit
+        self.on_commit: Callable[[], None] | None = None
 
     def cursor(self) -> Any:
         return _InlineCursor(self)
@@ -678,6 +697,8 @@ class _InlineConnection(aiosqlite.Connection):
 
     def commit_inline(self) -> None:
         self._conn.commit()  # WAL: appends to the log, waits for nobody
+        if self.on_commit is not None:
+            self.on_commit()
 
     def rollback_inline(self) -> None:
         self._conn.rollback()
@@ -689,6 +710,8 @@ class _InlineConnection(aiosqlite.Connection):
             self.commit_inline()
         else:
             await self.in_thread(self._conn.commit)
+            if self.on_commit is not None:
+                self.on_commit()
 
     async def rollback(self) -> None:
         if self._connection is None:
