@@ -8,41 +8,35 @@ schema is behind is refused with the exact command that upgrades it.
 from __future__ import annotations
 
 import asyncio
-import collections
 import sqlite3
-import threading
-import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-import aiosqlite
 import sqlalchemy as sa
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import event
-from sqlalchemy.dialects.sqlite.aiosqlite import (
-    AsyncAdapt_aiosqlite_connection,
-    AsyncAdapt_aiosqlite_cursor,
-)
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
-from sqlalchemy.util.concurrency import await_, greenlet_spawn, in_greenlet
 
 from rubricflow.errors import SchemaOutdatedError, StoreError
-from rubricflow.store.checkpoint import WalCheckpointer
-from rubricflow.store.direct import DirectWrites
+from rubricflow.store.sqlite import (
+    SQLITE_BUSY_TIMEOUT_MS,
+    InlineConnection,
+    SQLiteEngine,
+    create_sqlite_engine,
+    write_transaction,
+)
 from rubricflow.store.tables import metadata
 from rubricflow.store.url import display_url, resolve_url
 
 __all__ = ["SQLITE_BUSY_TIMEOUT_MS", "Database"]
 
-SQLITE_BUSY_TIMEOUT_MS = 30_000
 POSTGRES_CONNECT_TIMEOUT_S = 10
 MIGRATIONS = Path(__file__).parent / "migrations"
 # pg_advisory_xact_lock key that serialises migrations of one PostgreSQL database
@@ -58,49 +52,6 @@ def _alembic_config() -> Config:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     return config
-
-
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-    _enable_wal(cursor)
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.close()
-
-
-def _rollback_if_in_transaction(dbapi_connection: Any, _record: Any, _state: Any) -> None:
-    """The pool's reset of a SQLite connection it takes back: a rollback only when a
-    transaction is open. (The default rolls back every time, a round trip to aiosqlite's
-    thread after every committed transaction: about a tenth of a review's time.)"""
-    driver = getattr(dbapi_connection, "driver_connection", None)
-    if driver is None or getattr(driver, "in_transaction", True):
-        dbapi_connection.rollback()
-    elif isinstance(driver, _InlineConnection) and not driver.thread_idle():
-        # a call still running in aiosqlite's thread (a BEGIN IMMEDIATE whose waiter was
-        # cancelled) may yet open a transaction: roll back after it
-        dbapi_connection.rollback()
-
-
-def _enable_wal(cursor: Any) -> None:
-    """Switch a database to WAL once. SQLite answers a journal-mode change that races
-    another connection with "database is locked" at once, without calling the busy
-    handler, so two processes opening a new file together retry here (briefly blocking:
-    it only happens while a new database is being set up)."""
-    cursor.execute("PRAGMA journal_mode")
-    if str(cursor.fetchone()[0]).lower() == "wal":
-        return
-    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
-    delay = 0.005
-    while True:
-        try:
-            cursor.execute("PRAGMA journal_mode=WAL")
-            return
-        except Exception as error:
-            if "locked" not in str(error) or time.monotonic() >= deadline:
-                raise
-        time.sleep(delay)
-        delay = min(delay * 2, 0.1)
 
 
 class Database:
@@ -140,7 +91,7 @@ class Database:
 
     async def close(self) -> None:
         await self.engine.dispose()
-        if isinstance(self.engine, _SQLiteEngine) and self.engine.checkpointer is not None:
+        if isinstance(self.engine, SQLiteEngine) and self.engine.checkpointer is not None:
             await asyncio.to_thread(self.engine.checkpointer.close)
 
     @asynccontextmanager
@@ -174,8 +125,11 @@ class Database:
 
     @asynccontextmanager
     async def _begin(self) -> AsyncIterator[AsyncConnection]:
-        if isinstance(self.engine, _SQLiteEngine):
-            async with self._translated(), self._sqlite_transaction() as connection:
+        if isinstance(self.engine, SQLiteEngine):
+            async with (
+                self._translated(),
+                write_transaction(self.engine, self._operational) as connection,
+            ):
                 yield connection
             return
         async with self._translated(), self.engine.begin() as connection:
@@ -186,39 +140,6 @@ class Database:
                 await self._begin_immediate(connection)
             yield connection
 
-    @asynccontextmanager
-    async def _sqlite_transaction(self) -> AsyncIterator[AsyncConnection]:
-        """`engine.begin()` for `_SQLiteEngine`s, the same steps (a pooled connection,
-        BEGIN IMMEDIATE, commit or rollback, back to the pool) with every step that runs
-        inline made here and now rather than through a greenlet, and none through an
-        extra task: the machinery cost a write transaction several times what SQLite
-        spends on it."""
-        connection = await self.engine.connect().start()
-        sync = connection.sync_connection
-        assert sync is not None
-        driver = cast(_InlineConnection, sync.connection.driver_connection)
-        try:
-            transaction = sync.begin()
-            try:
-                try:
-                    await driver.begin_immediate()
-                except sqlite3.OperationalError as error:
-                    raise self._operational(error) from error
-                yield connection
-            except BaseException:
-                if transaction.is_active:
-                    await _inline_or_in_greenlet(driver, transaction.rollback)
-                raise
-            await _inline_or_in_greenlet(driver, transaction.commit)
-        finally:
-            # the pool rolls back a transaction still open; waiting (a rollback sent to
-            # aiosqlite's thread, an overflow connection closed) is shielded from
-            # cancellation, as `AsyncConnection` does
-            if driver.thread_idle() and not _closes_on_return(sync):
-                await greenlet_spawn(sync.close)
-            else:
-                await asyncio.shield(connection.close())
-
     async def _begin_immediate(self, connection: AsyncConnection) -> None:
         raw = await connection.get_raw_connection()
         driver = raw.driver_connection
@@ -226,7 +147,7 @@ class Database:
             await connection.exec_driver_sql("BEGIN IMMEDIATE")
             return
         try:
-            if isinstance(driver, _InlineConnection):
+            if isinstance(driver, InlineConnection):
                 await driver.begin_immediate()
             else:
                 await driver.execute("BEGIN IMMEDIATE")
@@ -406,23 +327,6 @@ class Database:
             return await connection.run_sync(read)
 
 
-async def _inline_or_in_greenlet(driver: _InlineConnection, method: Callable[[], Any]) -> None:
-    """Call a sync SQLAlchemy `method` (a commit, a rollback) right here when the driver
-    runs it inline, else in a greenlet (it must wait in aiosqlite's thread)."""
-    if driver.thread_idle():
-        method()
-    else:
-        await greenlet_spawn(method)
-
-
-def _closes_on_return(sync: sa.Connection) -> bool:
-    """True when returning this connection to its pool may close a DBAPI connection (it
-    was invalidated, or the pool has overflowed), which waits in aiosqlite's thread."""
-    pool = sync.engine.pool
-    overflow = getattr(pool, "overflow", None)
-    return sync.invalidated or (overflow is not None and overflow() > 0)
-
-
 def _in_memory(url: str) -> bool:
     parsed = make_url(url)
     return parsed.get_backend_name() == "sqlite" and (
@@ -432,20 +336,7 @@ def _in_memory(url: str) -> bool:
 
 def _create_engine(url: str) -> AsyncEngine:
     if url.startswith("sqlite"):
-        engine = create_async_engine(
-            url,
-            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
-            pool_reset_on_return=None,
-        )
-        if engine.dialect.driver == "aiosqlite":
-            creator, checkpointer = _aiosqlite_creator(engine, in_memory=_in_memory(url))
-            engine = _SQLiteEngine(
-                create_async_engine(url, creator=creator, pool_reset_on_return=None).sync_engine,
-                checkpointer,
-            )
-        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
-        event.listen(engine.sync_engine.pool, "reset", _rollback_if_in_transaction)
-        return engine
+        return create_sqlite_engine(url, in_memory=_in_memory(url))
     return create_async_engine(
         url,
         pool_pre_ping=True,
@@ -453,342 +344,6 @@ def _create_engine(url: str) -> AsyncEngine:
         max_overflow=10,
         connect_args={"timeout": POSTGRES_CONNECT_TIMEOUT_S},
     )
-
-
-def _aiosqlite_creator(
-    engine: AsyncEngine, *, in_memory: bool
-) -> tuple[Callable[[], Any], WalCheckpointer | None]:
-    """The pool's creator of connections for `engine`'s URL (as its dialect would open
-    them, called in SQLAlchemy's greenlet): SQLAlchemy's aiosqlite adapter over an
-    `_InlineConnection`, which runs in the event loop's thread the statements that cannot
-    wait on another process. For a database file, also the `WalCheckpointer` that makes
-    the checkpoints its connections no longer make themselves."""
-    args, options = engine.dialect.create_connect_args(engine.url)
-    kwargs: dict[str, Any] = {
-        **options,
-        "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000,
-        # used from aiosqlite's thread and, inline, from the event loop's: never both at
-        # once (SQLAlchemy runs one statement at a time on a connection)
-        "check_same_thread": False,
-    }
-    dbapi = engine.dialect.dbapi
-
-    def open_file() -> sqlite3.Connection:
-        connection: sqlite3.Connection = sqlite3.connect(*args, **kwargs)  # type: ignore[call-overload]
-        return connection
-
-    checkpointer = None if in_memory else WalCheckpointer(open_file)
-
-    def connector() -> sqlite3.Connection:
-        connection = open_file()
-        if checkpointer is not None:
-            connection.execute("PRAGMA wal_autocheckpoint=0")
-        return connection
-
-    async def connect() -> aiosqlite.Connection:
-        connection = _InlineConnection(connector, 64)
-        connection._thread.daemon = True  # as SQLAlchemy does: never hold up an exit
-        if checkpointer is not None:
-            connection.on_commit = checkpointer.committed
-        return await connection
-
-    def create() -> _InlineAdaptedConnection:
-        return _InlineAdaptedConnection(dbapi, cast(Any, await_(connect())))
-
-    return create, checkpointer
-
-
-class _SQLiteConnection(AsyncConnection):
-    """An `AsyncConnection` whose statements run straight through SQLAlchemy's sync
-    execution path, with no greenlet hand-off, when they run inline anyway (inside a
-    write transaction this connection holds; see `_InlineConnection`). A review runs a
-    dozen statements; each hand-off cost about as much as SQLite running the statement."""
-
-    __slots__ = ()
-
-    async def execute(
-        self,
-        statement: Any,
-        parameters: Any = None,
-        *,
-        execution_options: Any = None,
-    ) -> Any:
-        sync = self.sync_connection
-        if sync is not None and not sync.closed and not sync.invalidated:
-            driver = sync.connection.driver_connection
-            if isinstance(driver, _InlineConnection) and driver.holds_transaction():
-                if execution_options is None:
-                    engine = cast(_SQLiteEngine, self.engine)
-                    written = engine.direct_writes.run(driver._conn, statement, parameters)
-                    if written is not None:
-                        return written
-                return sync.execute(statement, parameters, execution_options=execution_options)
-        return await super().execute(statement, parameters, execution_options=execution_options)
-
-
-class _SQLiteEngine(AsyncEngine):
-    """An `AsyncEngine` whose connections are `_SQLiteConnection`s, with the writes they
-    run directly on `sqlite3`."""
-
-    __slots__ = ("checkpointer", "direct_writes")
-
-    _connection_cls = _SQLiteConnection
-
-    def __init__(self, sync_engine: sa.Engine, checkpointer: WalCheckpointer | None) -> None:
-        super().__init__(sync_engine)
-        self.direct_writes = DirectWrites(sync_engine.dialect)
-        self.checkpointer = checkpointer
-
-
-class _InlineAdaptedCursor(AsyncAdapt_aiosqlite_cursor):
-    """SQLAlchemy's aiosqlite cursor adapter, minus the greenlet hand-offs when called
-    outside a greenlet (by `_SQLiteConnection.execute`, only for statements that run
-    inline): opening and closing an `_InlineCursor` wait for nothing, and the statement
-    is run here and now. Inside a greenlet it awaits as usual (SQLAlchemy's async
-    `execute` insists that something was awaited)."""
-
-    __slots__ = ()
-
-    def _aenter_cursor(self, cursor: Any) -> Any:
-        return cursor if not in_greenlet() else super()._aenter_cursor(cursor)
-
-    def close(self) -> None:
-        if in_greenlet():
-            super().close()
-        else:
-            self._rows.clear()
-            cast(_InlineCursor, self._cursor).take_rows()
-
-    def execute(self, operation: Any, parameters: Any = None) -> Any:
-        if in_greenlet():
-            return super().execute(operation, parameters)
-        cursor = cast(_InlineCursor, self._cursor)
-        try:
-            cursor.run(operation, parameters)
-        except Exception as error:
-            self._adapt_connection._handle_exception(error)
-        self._rows = cursor.take_rows()
-        return None
-
-    def executemany(self, operation: Any, seq_of_parameters: Any) -> Any:
-        if in_greenlet():
-            return super().executemany(operation, seq_of_parameters)
-        cursor = cast(_InlineCursor, self._cursor)
-        try:
-            cursor.run_many(operation, seq_of_parameters)
-        except Exception as error:
-            self._adapt_connection._handle_exception(error)
-        return None
-
-
-class _InlineAdaptedConnection(AsyncAdapt_aiosqlite_connection):
-    """SQLAlchemy's aiosqlite connection adapter over an `_InlineConnection`: cursors
-    are `_InlineAdaptedCursor`s, and a commit or rollback that runs inline is made here
-    and now."""
-
-    __slots__ = ()
-
-    _cursor_cls = _InlineAdaptedCursor
-
-    def commit(self) -> None:
-        driver: _InlineConnection = self._connection  # type: ignore[assignment]
-        if driver.thread_idle() and driver.open():
-            try:
-                driver.commit_inline()
-            except Exception as error:
-                self._handle_exception(error)
-        else:
-            super().commit()
-
-    def rollback(self) -> None:
-        driver: _InlineConnection = self._connection  # type: ignore[assignment]
-        if driver.thread_idle() and driver.open():
-            try:
-                driver.rollback_inline()
-            except Exception as error:
-                self._handle_exception(error)
-        else:
-            super().rollback()
-
-
-class _InlineConnection(aiosqlite.Connection):
-    """An aiosqlite connection that runs in the event loop's own thread whatever cannot
-    wait on another process: statements inside a transaction this connection holds
-    (rubricflow's write transactions start with BEGIN IMMEDIATE, so they hold the write
-    lock; reads in WAL mode never wait for writers), plain SELECTs, commits and rollbacks.
-    Only what may wait for a lock goes to aiosqlite's thread: a BEGIN IMMEDIATE that
-    finds the database busy, statements outside a transaction, batched writes. Each trip
-    to that thread wakes it and then the event loop, which on a two-core machine cost far
-    more than SQLite running the statement (about 75 us against 1-20 us)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # calls sent to aiosqlite's thread and not finished there yet (a cancelled
-        # waiter does not stop its call): while any is, nothing runs inline, so the
-        # connection is never used from both threads and calls keep their order
-        self._queued = 0
-        self._queued_lock = threading.Lock()
-        #: called in the event loop's thread after each commit
-        self.on_commit: Callable[[], None] | None = None
-
-    def cursor(self) -> Any:
-        return _InlineCursor(self)
-
-    async def in_thread(self, function: Callable[..., Any], *args: Any) -> Any:
-        """Run `function(*args)` in aiosqlite's thread (where waiting is harmless)."""
-
-        def counted() -> Any:
-            try:
-                return function(*args)
-            finally:
-                with self._queued_lock:
-                    self._queued -= 1
-
-        with self._queued_lock:
-            self._queued += 1
-        try:
-            return await self._execute(counted)  # type: ignore[no-untyped-call]
-        except BaseException:
-            # aiosqlite never ran it (a closed connection): it will not count itself out
-            if self._connection is None:
-                with self._queued_lock:
-                    self._queued = 0
-            raise
-
-    def thread_idle(self) -> bool:
-        with self._queued_lock:
-            return self._queued == 0
-
-    def open(self) -> bool:
-        return self._connection is not None
-
-    def holds_transaction(self) -> bool:
-        """True when this connection is in a transaction and nothing of it is still
-        running in aiosqlite's thread: every statement then runs inline."""
-        connection = self._connection
-        return connection is not None and connection.in_transaction and self.thread_idle()
-
-    def runs_inline(self, sql: str) -> bool:
-        if self._connection is None or not self.thread_idle():
-            return False  # closed (aiosqlite raises its own error), or the thread is busy
-        if self._conn.in_transaction:
-            return True
-        head = sql.lstrip()[:6].upper()
-        return head in ("SELECT", "WITH")
-
-    async def begin_immediate(self) -> None:
-        """Take the write lock: at once when it is free, else wait for it (up to the busy
-        timeout) in aiosqlite's thread, so the event loop never waits on another
-        process."""
-        raw = self._conn
-        if not self.thread_idle():
-            await self.in_thread(raw.execute, "BEGIN IMMEDIATE")
-            return
-        raw.execute("PRAGMA busy_timeout=0")
-        try:
-            raw.execute("BEGIN IMMEDIATE")
-            return
-        except sqlite3.OperationalError as error:
-            if "locked" not in str(error) and "busy" not in str(error):
-                raise
-        finally:
-            raw.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        await self.in_thread(raw.execute, "BEGIN IMMEDIATE")
-
-    def commit_inline(self) -> None:
-        self._conn.commit()  # WAL: appends to the log, waits for nobody
-        if self.on_commit is not None:
-            self.on_commit()
-
-    def rollback_inline(self) -> None:
-        self._conn.rollback()
-
-    async def commit(self) -> None:
-        if self._connection is None:
-            return
-        if self.thread_idle():
-            self.commit_inline()
-        else:
-            await self.in_thread(self._conn.commit)
-            if self.on_commit is not None:
-                self.on_commit()
-
-    async def rollback(self) -> None:
-        if self._connection is None:
-            return
-        if self.thread_idle():
-            self._conn.rollback()
-        else:
-            # after the call still running there (a BEGIN IMMEDIATE whose waiter was
-            # cancelled, say), so that what it started is what is rolled back
-            await self.in_thread(self._conn.rollback)
-
-
-class _InlineCursor:
-    """The cursor SQLAlchemy's aiosqlite adapter opens for each statement: the statement
-    runs inline when its connection allows (`_InlineConnection.runs_inline`), else in one
-    trip to aiosqlite's thread; either way its rows are fetched whole with it and the
-    SQLite cursor is closed at once."""
-
-    def __init__(self, connection: _InlineConnection) -> None:
-        self.connection = connection
-        self._rows: collections.deque[Any] = collections.deque()
-        self.description: Any = None
-        self.rowcount = -1
-        self.lastrowid: int | None = None
-        self.arraysize = 1
-
-    async def __aenter__(self) -> _InlineCursor:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def execute(self, sql: str, parameters: Any = None) -> _InlineCursor:
-        if self.connection.runs_inline(sql):
-            self.run(sql, parameters)
-        else:
-            await self.connection.in_thread(self.run, sql, parameters)
-        return self
-
-    async def executemany(self, sql: str, parameters: Any) -> _InlineCursor:
-        await self.connection.in_thread(self.run_many, sql, parameters)
-        return self
-
-    def run(self, sql: str, parameters: Any) -> None:
-        """Run one statement now, in this thread, and keep its rows."""
-        self._take(self.connection._conn.execute(sql, () if parameters is None else parameters))
-
-    def take_rows(self) -> collections.deque[Any]:
-        rows, self._rows = self._rows, collections.deque()
-        return rows
-
-    def run_many(self, sql: str, parameters: Any) -> None:
-        self._take(self.connection._conn.executemany(sql, parameters))
-
-    def _take(self, cursor: sqlite3.Cursor) -> None:
-        try:
-            self.description = cursor.description
-            self._rows = collections.deque(cursor.fetchall() if cursor.description else ())
-            self.rowcount = cursor.rowcount
-            self.lastrowid = cursor.lastrowid
-        finally:
-            cursor.close()
-
-    async def fetchone(self) -> Any:
-        return self._rows.popleft() if self._rows else None
-
-    async def fetchmany(self, size: int | None = None) -> Any:
-        rows = self._rows
-        return [rows.popleft() for _ in range(min(size or self.arraysize, len(rows)))]
-
-    async def fetchall(self) -> Any:
-        rows = list(self._rows)
-        self._rows.clear()
-        return rows
-
-    async def close(self) -> None:
-        self._rows.clear()
 
 
 def _describe(difference: Any) -> str:
