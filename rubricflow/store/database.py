@@ -25,6 +25,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from rubricflow.errors import SchemaOutdatedError, StoreError
+from rubricflow.store import sqlite as sqlite_store
 from rubricflow.store.sqlite import (
     SQLITE_BUSY_TIMEOUT_MS,
     InlineConnection,
@@ -173,8 +174,8 @@ class Database:
         if "locked" in text or "busy" in text:
             return StoreError(
                 f"database {self.display_url} stayed locked by another writer for "
-                f"{SQLITE_BUSY_TIMEOUT_MS / 1000:g}s; retry, or use PostgreSQL when several "
-                "processes write at once"
+                f"{sqlite_store.SQLITE_BUSY_TIMEOUT_MS / 1000:g}s; retry, or use PostgreSQL "
+                "when several processes write at once"
             )
         return StoreError(f"database {self.display_url}: {text}")
 

@@ -17,6 +17,7 @@ from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
 
 import rubricflow.store.database as database_module
+import rubricflow.store.sqlite as sqlite_store
 from rubricflow.cli import app
 from rubricflow.errors import ConfigurationError, SchemaOutdatedError, StoreError
 from rubricflow.store import DB_ENV, Database, Store, resolve_url
@@ -341,7 +342,7 @@ async def test_sqlite_runs_with_wal_foreign_keys_and_a_busy_timeout(tmp_path: Pa
 async def test_a_locked_sqlite_database_is_a_clear_store_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(database_module, "SQLITE_BUSY_TIMEOUT_MS", 300)
+    monkeypatch.setattr(sqlite_store, "SQLITE_BUSY_TIMEOUT_MS", 300)
     path = tmp_path / "locked.db"
     async with await Store.open(str(path)) as store:
         holder = sqlite3.connect(path, isolation_level=None)
@@ -366,7 +367,7 @@ async def test_a_locked_sqlite_database_is_a_clear_store_error(
 async def test_opening_a_locked_new_database_is_a_store_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(database_module, "SQLITE_BUSY_TIMEOUT_MS", 200)
+    monkeypatch.setattr(sqlite_store, "SQLITE_BUSY_TIMEOUT_MS", 200)
     path = tmp_path / "new.db"
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
