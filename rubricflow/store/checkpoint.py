@@ -20,6 +20,7 @@ __all__ = ["WalCheckpointer"]
 logger = logging.getLogger(__name__)
 
 COMMITS_PER_CHECKPOINT = 128
+RESTART_WAIT_MS = 100
 
 
 class WalCheckpointer:
@@ -64,6 +65,7 @@ class WalCheckpointer:
         log would only grow: a writer starts it over only after a checkpoint has copied
         all of it, which one running alongside steady commits never manages."""
         connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        # busy: a reader still on the old log; the next checkpoint tries again
         connection.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
         self.checkpoints += 1
 
@@ -78,6 +80,9 @@ class WalCheckpointer:
                 try:
                     if connection is None:
                         connection = self._connect()
+                        # RESTART holds new writers back while it waits for readers
+                        # of the old log: never for long (a reader may take its time)
+                        connection.execute(f"PRAGMA busy_timeout={RESTART_WAIT_MS}")
                     self._checkpoint(connection)
                 except sqlite3.Error as error:
                     # a missed checkpoint only lets the log grow until the next one
