@@ -61,7 +61,7 @@ class PostgresServer:
         self.base = url.set(drivername="postgresql+asyncpg")
 
     async def _execute(self, *statements: str, dsn: str | None = None) -> None:
-        import asyncpg
+        import asyncpg  # type: ignore[import-untyped]
 
         connection = await asyncpg.connect(dsn or self.admin_dsn, timeout=5)
         try:

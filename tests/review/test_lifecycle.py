@@ -272,8 +272,8 @@ async def test_history_replays_a_long_life_exactly(
     ]
     assert got == expected
     decisions = [e for e in events if e.actor == "rubricflow"]
-    assert "scored@1.0.0" in decisions[0].reason
-    assert "waiting for a human" in decisions[-1].reason
+    assert "scored@1.0.0" in (decisions[0].reason or "")
+    assert "waiting for a human" in (decisions[-1].reason or "")
     assert triggers(events).count("revise") == 2
 
 

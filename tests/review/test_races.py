@@ -160,7 +160,7 @@ async def test_concurrent_claims_give_each_review_one_owner(
         assert_replays(events, status="in_review", revision=1)
 
 
-def _race(url: str, tmp_path: Path, items: list[str]) -> tuple[dict, dict]:
+def _race(url: str, tmp_path: Path, items: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run the two racer processes over `items` ("A_ACTION/B_ACTION:ID")."""
     barrier = tmp_path / "barrier"
     barrier.mkdir()
