@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from rubricflow.errors import NotFoundError, StoreError
 from rubricflow.results import Evaluation, LLMCall
 from rubricflow.store._sql import INCOMPLETE, insert_ignoring_duplicates, parse_time, to_utc, utcnow
+from rubricflow.store.copy import copies, copy_rows
 from rubricflow.store.database import Database
 from rubricflow.store.tables import CriterionResultRow, EvaluationRow, LLMCallRow
 
@@ -196,11 +197,16 @@ class EvaluationStore:
             )
         try:
             async with self.database.transaction() as connection:
-                await connection.execute(_INSERT_EVALUATION, evaluations)
-                if criteria:
-                    await connection.execute(_INSERT_CRITERIA, criteria)
-                if calls:
-                    await connection.execute(_INSERT_CALLS, calls)
+                if copies(connection):
+                    await copy_rows(connection, _evaluations, evaluations)
+                    await copy_rows(connection, _criteria, criteria)
+                    await copy_rows(connection, _calls, calls)
+                else:
+                    await connection.execute(_INSERT_EVALUATION, evaluations)
+                    if criteria:
+                        await connection.execute(_INSERT_CRITERIA, criteria)
+                    if calls:
+                        await connection.execute(_INSERT_CALLS, calls)
         except IntegrityError as error:
             taken = await self._stored_ids(ids)
             if taken:

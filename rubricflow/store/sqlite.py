@@ -30,7 +30,7 @@ from sqlalchemy.dialects.sqlite.aiosqlite import (
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.util.concurrency import await_, greenlet_spawn, in_greenlet
 
-from rubricflow.store.checkpoint import WalCheckpointer
+from rubricflow.store.checkpoint import BACKSTOP_PAGES, LOG_KEEP_BYTES, WalCheckpointer
 from rubricflow.store.direct import DirectWrites
 
 __all__ = [
@@ -186,7 +186,8 @@ def _aiosqlite_creator(
     def connector() -> sqlite3.Connection:
         connection = open_file()
         if checkpointer is not None:
-            connection.execute("PRAGMA wal_autocheckpoint=0")
+            connection.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
+            connection.execute(f"PRAGMA journal_size_limit={LOG_KEEP_BYTES}")
         return connection
 
     async def connect() -> aiosqlite.Connection:
@@ -332,8 +333,9 @@ class InlineConnection(aiosqlite.Connection):
         # connection is never used from both threads and calls keep their order
         self._queued = 0
         self._queued_lock = threading.Lock()
-        #: called in the event loop's thread after each commit
-        self.on_commit: Callable[[], None] | None = None
+        #: called in the event loop's thread after each commit, with the SQLite
+        #: connection when the commit ran inline (nothing else is using it)
+        self.on_commit: Callable[[sqlite3.Connection | None], None] | None = None
 
     def cursor(self) -> Any:
         return _InlineCursor(self)
@@ -402,7 +404,7 @@ class InlineConnection(aiosqlite.Connection):
     def commit_inline(self) -> None:
         self._conn.commit()  # WAL: appends to the log, waits for nobody
         if self.on_commit is not None:
-            self.on_commit()
+            self.on_commit(self._conn)
 
     def rollback_inline(self) -> None:
         self._conn.rollback()
@@ -415,7 +417,7 @@ class InlineConnection(aiosqlite.Connection):
         else:
             await self.in_thread(self._conn.commit)
             if self.on_commit is not None:
-                self.on_commit()
+                self.on_commit(None)
 
     async def rollback(self) -> None:
         if self._connection is None:
