@@ -6,9 +6,11 @@ UPDATE cost several times what SQLite takes to run it; a statement used again an
 again (a module-level constant, seen twice by identity) is compiled here once instead,
 with SQLAlchemy's SQLite compiler and its types' bind processors, and run on the
 `sqlite3` connection directly. Only plain writes qualify: no RETURNING, no column
-defaults computed in Python, no expanding parameters; anything else, and any
-statement seen only once, takes SQLAlchemy's own path. The result offers `rowcount`,
-all a write's caller reads.
+defaults computed in Python, no expanding parameters, and nothing that SQLAlchemy would
+do around the statement (event listeners, `echo`, execution options); anything else,
+and any statement seen only once, takes SQLAlchemy's own path. The result offers
+`rowcount` and `lastrowid`, all rubricflow's writes read (not `inserted_primary_key`:
+a statement whose caller needs it must not be a repeated plain write).
 """
 
 from __future__ import annotations
@@ -30,16 +32,21 @@ _UNSET = object()
 
 
 class WriteResult:
-    """What a direct write returns: the number of rows it changed."""
+    """What a direct write returns: the number of rows it changed and, for an INSERT,
+    SQLite's rowid of the last row."""
 
-    __slots__ = ("rowcount",)
+    __slots__ = ("lastrowid", "rowcount")
 
-    def __init__(self, rowcount: int) -> None:
+    def __init__(self, rowcount: int, lastrowid: int | None) -> None:
         self.rowcount = rowcount
+        self.lastrowid = lastrowid
+
+    def close(self) -> None:
+        """Nothing to close: the SQLite cursor is closed already."""
 
 
 class _Bind(NamedTuple):
-    key: str
+    key: str  # the parameter that gives the value (the bind's key, or its compiled name)
     process: Callable[[Any], Any] | None
     fixed: Any  # the value compiled into the statement, or _UNSET: from the parameters
 
@@ -54,6 +61,8 @@ class DirectWrites:
 
     def __init__(self, dialect: Dialect) -> None:
         self._dialect = dialect
+        #: statements run directly so far (for tests and diagnostics)
+        self.executed = 0
         self._seen: dict[tuple[int, frozenset[str], bool], Any] = {}
         self._compiled: dict[tuple[int, frozenset[str], bool], tuple[Any, _Compiled | None]] = {}
 
@@ -72,20 +81,29 @@ class DirectWrites:
         compiled = self._lookup(statement, keys, many)
         if compiled is None:
             return None
+        if many and any(row.keys() != keys for row in parameters):
+            return None  # SQLAlchemy's rule for such batches applies
         try:
             if many:
-                if any(row.keys() != keys for row in parameters):
-                    return None  # SQLAlchemy's rule for such batches applies
                 rows = [_values(compiled, row) for row in parameters]
                 cursor = connection.executemany(compiled.sql, rows)
             else:
                 cursor = connection.execute(compiled.sql, _values(compiled, first))
-        except sqlite3.Error as error:
+        except Exception as error:
+            # SQLAlchemy's exception, as its own path raises it: a driver error as its
+            # DBAPIError subclass (IntegrityError, ...), a value no type accepts as a
+            # StatementError
             raise DBAPIError.instance(
-                compiled.sql, parameters, error, sqlite3.Error, dialect=self._dialect
+                compiled.sql,
+                parameters,
+                error,
+                sqlite3.Error,
+                dialect=self._dialect,
+                ismulti=many,
             ) from error
+        self.executed += 1
         try:
-            return WriteResult(cursor.rowcount)
+            return WriteResult(cursor.rowcount, cursor.lastrowid)
         finally:
             cursor.close()
 
@@ -125,14 +143,18 @@ class DirectWrites:
         binds = []
         for name in compiled.positiontup:
             bind = compiled.binds[name]
-            if bind.key in keys:
-                fixed = _UNSET
-            elif bind.required or bind.callable is not None:
-                return None  # SQLAlchemy's path names what is missing
-            else:
-                fixed = bind.value
+            # SQLAlchemy's precedence: the bind's key, then its compiled name, then the
+            # value in the statement
+            source, fixed = bind.key, _UNSET
+            if bind.key not in keys:
+                if name in keys:
+                    source = name
+                elif bind.required or bind.callable is not None:
+                    return None  # SQLAlchemy's path names what is missing
+                else:
+                    fixed = bind.value
             process = bind.type.dialect_impl(dialect).bind_processor(dialect)
-            binds.append(_Bind(bind.key, process, fixed))
+            binds.append(_Bind(source, process, fixed))
         return _Compiled(str(compiled), tuple(binds))
 
 

@@ -219,16 +219,44 @@ class _SQLiteConnection(AsyncConnection):
         execution_options: Any = None,
     ) -> Any:
         sync = self.sync_connection
-        if sync is not None and not sync.closed and not sync.invalidated:
+        if (
+            sync is not None
+            and not sync.closed
+            and not sync.invalidated
+            and not execution_options
+            and not _streams(statement)
+        ):
             driver = sync.connection.driver_connection
             if isinstance(driver, InlineConnection) and driver.holds_transaction():
-                if execution_options is None:
+                if _plain(sync):
                     engine = cast(SQLiteEngine, self.engine)
                     written = engine.direct_writes.run(driver._conn, statement, parameters)
                     if written is not None:
                         return written
-                return sync.execute(statement, parameters, execution_options=execution_options)
+                return sync.execute(statement, parameters)
         return await super().execute(statement, parameters, execution_options=execution_options)
+
+
+def _streams(statement: Any) -> bool:
+    """A statement asking for a server-side cursor: only `stream()` serves it."""
+    options = getattr(statement, "get_execution_options", None)
+    if options is None:
+        return False
+    chosen = options()
+    return bool(chosen.get("stream_results") or chosen.get("yield_per"))
+
+
+def _plain(sync: sa.Connection) -> bool:
+    """True when SQLAlchemy would do nothing around a statement on this connection but
+    run it: no execution options, no echo, no cursor or error event listeners."""
+    dispatch = sync.dispatch
+    return not (
+        sync.get_execution_options()
+        or sync.engine.echo
+        or dispatch.before_cursor_execute
+        or dispatch.after_cursor_execute
+        or sync.dialect.dispatch.handle_error
+    )
 
 
 class SQLiteEngine(AsyncEngine):

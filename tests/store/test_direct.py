@@ -15,7 +15,8 @@ import pytest
 import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, StatementError
+from sqlalchemy.ext.asyncio.exc import AsyncMethodRequired
 
 from rubricflow.store.database import Database
 
@@ -86,15 +87,9 @@ def test_direct_inserts_store_what_sqlalchemy_stores(tmp_path: Path, batch: list
         direct = await _database(folder / "direct.db")
         reference = await _database(folder / "reference.db")
         try:
-            through_sqlalchemy: list[str] = []
-
-            def seen(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-                through_sqlalchemy.append(statement)
-
-            sa.event.listen(direct.engine.sync_engine, "before_cursor_execute", seen)
             # the same statement object every time: from its second use it runs directly
             await _write_each(direct, batch)
-            assert len([s for s in through_sqlalchemy if "INSERT" in s]) == 1
+            assert direct.engine.direct_writes.executed == len(batch) - 1  # type: ignore[attr-defined]
             # a new statement object every time: SQLAlchemy's own path throughout
             await _write_each(reference, batch, _things.insert)
             assert await _read(direct) == await _read(reference)
@@ -193,5 +188,89 @@ def test_batches_are_written_as_sqlalchemy_writes_them(tmp_path: Path) -> None:
         finally:
             await direct.close()
             await reference.close()
+
+    asyncio.run(scenario())
+
+
+def test_values_given_by_compiled_name_or_in_the_statement_follow_sqlalchemys_precedence(
+    tmp_path: Path,
+) -> None:
+    """A parameter naming a column overrides `.values()`; a parameter naming a compiled
+    bind (`id_1`) is that bind's value: on the second run exactly as on the first."""
+    valued = _things.insert().values(kind="fancy")
+    by_name = _things.update().where(_things.c.id == 1)
+
+    async def scenario() -> None:
+        database = await _database(tmp_path / "store.db")
+        try:
+            async with database.transaction() as connection:
+                for number in range(4):
+                    kind = "plain" if number % 2 else "given"
+                    await connection.execute(
+                        valued, {"id": number, "name": f"n{number}", "kind": kind}
+                    )
+                for number in (2, 3):
+                    await connection.execute(by_name, {"score": 9.5, "id_1": number})
+            stored = await _read(database)
+            assert [row[-1] for row in stored] == ["given", "plain", "given", "plain"]
+            assert [row[4] for row in stored] == [None, None, 9.5, 9.5]
+        finally:
+            await database.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_value_no_type_accepts_is_sqlalchemys_statement_error(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        database = await _database(tmp_path / "store.db")
+        try:
+            await _write_each(database, [{"name": "a"}, {"name": "b"}])
+            for _ in range(2):
+                with pytest.raises(StatementError):
+                    async with database.transaction() as connection:
+                        await connection.execute(_INSERT, {"id": 9, "name": "c", "at": "noon"})
+            assert [row[1] for row in await _read(database)] == ["a", "b"]
+        finally:
+            await database.close()
+
+    asyncio.run(scenario())
+
+
+def test_with_cursor_listeners_every_statement_takes_sqlalchemys_path(tmp_path: Path) -> None:
+    """Event listeners (and echo, execution options) see every statement: nothing is
+    run around them."""
+
+    async def scenario() -> None:
+        database = await _database(tmp_path / "store.db")
+        seen: list[str] = []
+
+        def listener(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+            seen.append(statement)
+
+        sa.event.listen(database.engine.sync_engine, "before_cursor_execute", listener)
+        try:
+            await _write_each(database, [{"name": f"n{n}"} for n in range(3)])
+            assert len([s for s in seen if s.startswith("INSERT")]) == 3
+            assert database.engine.direct_writes.executed == 0  # type: ignore[attr-defined]
+        finally:
+            await database.close()
+
+    asyncio.run(scenario())
+
+
+def test_streaming_inside_a_transaction_says_to_use_stream(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        database = await _database(tmp_path / "store.db")
+        try:
+            await _write_each(database, [{"name": "a"}])
+            async with database.transaction() as connection:
+                with pytest.raises(AsyncMethodRequired):
+                    await connection.execute(
+                        sa.select(_things).execution_options(stream_results=True)
+                    )
+                streamed = await connection.stream(sa.select(_things.c.name))
+                assert [row.name async for row in streamed] == ["a"]
+        finally:
+            await database.close()
 
     asyncio.run(scenario())
