@@ -324,24 +324,23 @@ class _InlineAdaptedConnection(AsyncAdapt_aiosqlite_connection):
     _cursor_cls = _InlineAdaptedCursor
 
     def commit(self) -> None:
-        driver: InlineConnection = self._connection  # type: ignore[assignment]
-        if driver.thread_idle() and driver.open():
-            try:
-                driver.commit_inline()
-            except Exception as error:
-                self._handle_exception(error)
-        else:
-            super().commit()
+        driver = cast(InlineConnection, self._connection)
+        self._now_or_queued(driver, driver.commit_inline, super().commit)
 
     def rollback(self) -> None:
-        driver: InlineConnection = self._connection  # type: ignore[assignment]
+        driver = cast(InlineConnection, self._connection)
+        self._now_or_queued(driver, driver.rollback_inline, super().rollback)
+
+    def _now_or_queued(
+        self, driver: InlineConnection, now: Callable[[], None], queued: Callable[[], None]
+    ) -> None:
         if driver.thread_idle() and driver.open():
             try:
-                driver.rollback_inline()
+                now()
             except Exception as error:
                 self._handle_exception(error)
         else:
-            super().rollback()
+            queued()
 
 
 class InlineConnection(aiosqlite.Connection):

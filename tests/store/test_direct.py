@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,15 @@ async def _database(path: Path) -> Database:
     return database
 
 
+@asynccontextmanager
+async def _opened(path: Path) -> AsyncIterator[Database]:
+    database = await _database(path)
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
 async def _read(database: Database) -> list[Any]:
     async with database.read() as connection:
         result = await connection.execute(sa.select(_things).order_by(_things.c.id))
@@ -104,8 +114,7 @@ def test_a_direct_write_that_breaks_a_constraint_is_sqlalchemys_integrity_error(
     tmp_path: Path,
 ) -> None:
     async def scenario() -> None:
-        database = await _database(tmp_path / "store.db")
-        try:
+        async with _opened(tmp_path / "store.db") as database:
             await _write_each(database, [{"name": "a"}, {"name": "b"}])
             with pytest.raises(IntegrityError):
                 async with database.transaction() as connection:
@@ -114,29 +123,23 @@ def test_a_direct_write_that_breaks_a_constraint_is_sqlalchemys_integrity_error(
             # the failed transaction was rolled back whole: "c" is not there
             names = [row[1] for row in await _read(database)]
             assert names == ["a", "b"]
-        finally:
-            await database.close()
 
     asyncio.run(scenario())
 
 
 def test_python_side_defaults_still_apply(tmp_path: Path) -> None:
     async def scenario() -> None:
-        database = await _database(tmp_path / "store.db")
-        try:
+        async with _opened(tmp_path / "store.db") as database:
             # no "kind": the column's Python default must fill it, every time
             await _write_each(database, [{"name": f"n{n}"} for n in range(4)])
             assert {row[-1] for row in await _read(database)} == {"plain"}
-        finally:
-            await database.close()
 
     asyncio.run(scenario())
 
 
 def test_updates_report_the_rows_they_changed_and_keep_fixed_values(tmp_path: Path) -> None:
     async def scenario() -> None:
-        database = await _database(tmp_path / "store.db")
-        try:
+        async with _opened(tmp_path / "store.db") as database:
             await _write_each(database, [{"name": f"n{n}"} for n in range(3)])
             later = datetime(2030, 1, 1, tzinfo=timezone.utc)
             counts = []
@@ -153,8 +156,6 @@ def test_updates_report_the_rows_they_changed_and_keep_fixed_values(tmp_path: Pa
             assert [row[1] for row in stored] == ["renamed0", "renamed1", "renamed2"]
             assert {row[2] for row in stored} == {later.replace(tzinfo=None)}
             assert {row[3] for row in stored} == {True}
-        finally:
-            await database.close()
 
     asyncio.run(scenario())
 
@@ -201,8 +202,7 @@ def test_values_given_by_compiled_name_or_in_the_statement_follow_sqlalchemys_pr
     by_name = _things.update().where(_things.c.id == 1)
 
     async def scenario() -> None:
-        database = await _database(tmp_path / "store.db")
-        try:
+        async with _opened(tmp_path / "store.db") as database:
             async with database.transaction() as connection:
                 for number in range(4):
                     kind = "plain" if number % 2 else "given"
@@ -214,24 +214,19 @@ def test_values_given_by_compiled_name_or_in_the_statement_follow_sqlalchemys_pr
             stored = await _read(database)
             assert [row[-1] for row in stored] == ["given", "plain", "given", "plain"]
             assert [row[4] for row in stored] == [None, None, 9.5, 9.5]
-        finally:
-            await database.close()
 
     asyncio.run(scenario())
 
 
 def test_a_value_no_type_accepts_is_sqlalchemys_statement_error(tmp_path: Path) -> None:
     async def scenario() -> None:
-        database = await _database(tmp_path / "store.db")
-        try:
+        async with _opened(tmp_path / "store.db") as database:
             await _write_each(database, [{"name": "a"}, {"name": "b"}])
             for _ in range(2):
                 with pytest.raises(StatementError):
                     async with database.transaction() as connection:
                         await connection.execute(_INSERT, {"id": 9, "name": "c", "at": "noon"})
             assert [row[1] for row in await _read(database)] == ["a", "b"]
-        finally:
-            await database.close()
 
     asyncio.run(scenario())
 
@@ -241,27 +236,23 @@ def test_with_cursor_listeners_every_statement_takes_sqlalchemys_path(tmp_path: 
     run around them."""
 
     async def scenario() -> None:
-        database = await _database(tmp_path / "store.db")
         seen: list[str] = []
 
         def listener(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
             seen.append(statement)
 
-        sa.event.listen(database.engine.sync_engine, "before_cursor_execute", listener)
-        try:
+        async with _opened(tmp_path / "store.db") as database:
+            sa.event.listen(database.engine.sync_engine, "before_cursor_execute", listener)
             await _write_each(database, [{"name": f"n{n}"} for n in range(3)])
             assert len([s for s in seen if s.startswith("INSERT")]) == 3
             assert database.engine.direct_writes.executed == 0  # type: ignore[attr-defined]
-        finally:
-            await database.close()
 
     asyncio.run(scenario())
 
 
 def test_streaming_inside_a_transaction_says_to_use_stream(tmp_path: Path) -> None:
     async def scenario() -> None:
-        database = await _database(tmp_path / "store.db")
-        try:
+        async with _opened(tmp_path / "store.db") as database:
             await _write_each(database, [{"name": "a"}])
             async with database.transaction() as connection:
                 with pytest.raises(AsyncMethodRequired):
@@ -270,7 +261,5 @@ def test_streaming_inside_a_transaction_says_to_use_stream(tmp_path: Path) -> No
                     )
                 streamed = await connection.stream(sa.select(_things.c.name))
                 assert [row.name async for row in streamed] == ["a"]
-        finally:
-            await database.close()
 
     asyncio.run(scenario())
