@@ -43,18 +43,20 @@ __all__ = ["EXIT_INTERRUPTED", "eval_command"]
 EXIT_INTERRUPTED = 130
 
 
-def _suite_path(path: Path) -> bool:
-    """True when `path` is a suite file (not a target file or JSONL)."""
+def _suite_document(path: Path) -> Any:
+    """The parsed document when `path` is a suite file (not a target file or JSONL), else
+    None; `load_suite` takes it, so the file is read once."""
     if not path.is_file() or path.suffix.lower() not in (".yaml", ".yml", ".json"):
-        return False
+        return None
     from rubricflow.formats.document import parse_text
     from rubricflow.suites import is_suite_document
 
     try:
         text = path.read_text(encoding="utf-8-sig")
-        return is_suite_document(parse_text(text, str(path), suffix=path.suffix))
+        document = parse_text(text, str(path), suffix=path.suffix)
     except Exception:
-        return False  # reading it as a target reports the problem
+        return None  # reading it as a target reports the problem
+    return document if is_suite_document(document) else None
 
 
 def _not_a_suite(path: Path) -> str:
@@ -119,17 +121,21 @@ def _gather(
         with _user_errors():
             given_outputs = read_outputs(outputs)
     if target is None:
-        if not _suite_path(first):
+        document = _suite_document(first)
+        if document is None:
             _fail(_not_a_suite(first))
         with _user_errors():
-            suite = load_suite(first, outputs=given_outputs, plugins=plugins)
+            suite = load_suite(first, outputs=given_outputs, plugins=plugins, document=document)
         return _suite_cases(suite, suite_targets, plugins, allow_import), None
     rubric, source_format = _pick_rubric(first, format, rubric_id, plugins)
     _refuse_unregistered_imports(rubric, plugins, allow_import)
     path = Path(target)
-    if target != "-" and _suite_path(path):
+    document = None if target == "-" else _suite_document(path)
+    if document is not None:
         with _user_errors():
-            suite = load_suite(path, rubric=rubric, outputs=given_outputs, plugins=plugins)
+            suite = load_suite(
+                path, rubric=rubric, outputs=given_outputs, plugins=plugins, document=document
+            )
         return _suite_cases(suite, suite_targets, plugins, allow_import), source_format
     if outputs is not None:
         _fail("--outputs goes with an evaluation suite; TARGET is not one")

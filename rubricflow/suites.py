@@ -131,12 +131,15 @@ def load_suite(
     rubric: Rubric | None = None,
     outputs: Mapping[str, Any] | None = None,
     plugins: Any = None,
+    document: Any = None,
 ) -> Suite:
     """Read a suite file. `rubric` (e.g. from the command line) is the shared rubric and
     wins over one the suite names; `outputs` maps case ids to outputs for files that hold
-    none (AgentV)."""
+    none (AgentV); `document` is the file's content as already parsed by the caller
+    (relative paths in it are still read from the file's folder)."""
     file = Path(path)
-    document = _read(file)
+    if document is None:
+        document = _read(file)
     source = str(file)
     if not is_suite_document(document):
         raise SuiteError(

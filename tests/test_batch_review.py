@@ -470,3 +470,17 @@ def test_a_results_file_cut_anywhere_is_read_and_resumed(data: st.DataObject) ->
         ]
         kept = {e.id for e in before.evaluations}
         assert kept <= {e.id for e in after.evaluations}  # nothing finished was judged again
+
+
+def test_a_suite_given_as_parsed_keeps_its_folder_for_relative_paths(work: Path) -> None:
+    """`eval SUITE` reads the file once: `load_suite` takes the parsed document, and the
+    rubric it names is still found next to the file."""
+    path = work / "given.yaml"
+    path.write_text("cases: []\n")  # what is on disk is not read again
+    document = {
+        "rubric": "rubric.yaml",
+        "cases": [{"id": "a", "output": "hello there"}, {"id": "b", "output": "hi"}],
+    }
+    suite = load_suite(path, document=document)
+    assert [case.target.id for case in suite.cases] == ["a", "b"]
+    assert [case.target.content for case in suite.cases] == ["hello there", "hi"]
