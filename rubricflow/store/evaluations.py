@@ -222,7 +222,7 @@ class EvaluationStore:
         return len(evaluations)
 
     async def _stored_ids(self, ids: Sequence[str]) -> list[str]:
-        async with self.database.transaction() as connection:
+        async with self.database.read() as connection:
             rows = await connection.execute(
                 sa.select(_evaluations.c.id).where(_evaluations.c.id.in_(list(ids)))
             )
@@ -274,7 +274,7 @@ class EvaluationStore:
 
     async def get(self, evaluation_id: str) -> Evaluation:
         """One evaluation by id, exactly as it was stored."""
-        async with self.database.transaction() as connection:
+        async with self.database.read() as connection:
             row = (
                 await connection.execute(
                     sa.select(_evaluations.c.document).where(_evaluations.c.id == evaluation_id)
@@ -302,14 +302,14 @@ class EvaluationStore:
             .limit(limit)
             .offset(offset)
         )
-        async with self.database.transaction() as connection:
+        async with self.database.read() as connection:
             rows = (await connection.execute(query)).all()
         return [Evaluation.model_validate_json(row.document) for row in rows]
 
     async def count(self, filter: EvaluationFilter | None = None, **fields: Any) -> int:
         chosen = filter or EvaluationFilter(**fields)
         query = sa.select(sa.func.count()).select_from(_evaluations).where(*chosen.where())
-        async with self.database.transaction() as connection:
+        async with self.database.read() as connection:
             return int((await connection.execute(query)).scalar_one())
 
     async def ids(self, filter: EvaluationFilter | None = None, **fields: Any) -> Sequence[str]:
@@ -320,5 +320,5 @@ class EvaluationStore:
             .where(*chosen.where())
             .order_by(_evaluations.c.created_at.desc(), _evaluations.c.id.desc())
         )
-        async with self.database.transaction() as connection:
+        async with self.database.read() as connection:
             return [row.id for row in await connection.execute(query)]

@@ -94,7 +94,7 @@ class RunStore:
             )
 
     async def get(self, run_id: str) -> RunInfo:
-        async with self.database.transaction() as connection:
+        async with self.database.read() as connection:
             row = (await connection.execute(sa.select(_runs).where(_runs.c.id == run_id))).first()
         if row is None:
             raise NotFoundError(
@@ -106,7 +106,7 @@ class RunStore:
     async def list(self, *, limit: int = 50) -> builtins.list[RunInfo]:
         """The newest runs first."""
         query = sa.select(_runs).order_by(_runs.c.started_at.desc(), _runs.c.id.desc())
-        async with self.database.transaction() as connection:
+        async with self.database.read() as connection:
             rows = (await connection.execute(query.limit(limit))).all()
         return [_info(row) for row in rows]
 
@@ -121,7 +121,7 @@ class RunStore:
             .where(_evaluations.c.run_id == run_id)
             .order_by(_evaluations.c.created_at, _evaluations.c.id)
         )
-        async with self.database.transaction() as connection:
+        async with self.database.read() as connection:
             rows = (await connection.execute(query)).all()
         return [Evaluation.model_validate_json(row.document) for row in rows]
 

@@ -364,6 +364,30 @@ async def test_a_locked_sqlite_database_is_a_clear_store_error(
         assert await scalar(store, "SELECT count(*) FROM rubric_versions") == 1
 
 
+async def test_reads_never_wait_for_another_processs_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Listing and querying evaluations and runs take no write lock: another process
+    in the middle of a write transaction neither holds them up nor is held up by them."""
+    monkeypatch.setattr(sqlite_store, "SQLITE_BUSY_TIMEOUT_MS", 300)
+    path = tmp_path / "busy.db"
+    async with await Store.open(str(path)) as store:
+        await store.evaluations.save(make_evaluation("e1"))
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        holder.execute("DELETE FROM criterion_results")  # uncommitted
+        try:
+            assert [e.id for e in await store.evaluations.query()] == ["e1"]
+            assert await store.evaluations.count() == 1
+            assert list(await store.evaluations.ids()) == ["e1"]
+            assert (await store.evaluations.get("e1")).id == "e1"
+            assert await store.runs.list() == []
+            assert await store.runs.latest() is None
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+
+
 async def test_opening_a_locked_new_database_is_a_store_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
