@@ -194,15 +194,8 @@ def cache(
 
     store = default_cache()
 
-    async def run() -> dict[str, Any]:
-        removed = await store.clear() if clear else None
-        stats = await store.stats()
-        if removed is not None:
-            stats["removed"] = removed
-        return stats
-
     try:
-        stats = asyncio.run(run())
+        stats = asyncio.run(_cleared_stats(store, clear=clear))
     except Exception as error:
         _fail(f"{store.path}: {error}")
         return
@@ -211,6 +204,16 @@ def cache(
     summary = f"{escape(stats['path'])}: {stats['entries']} answer(s), {stats['bytes']:,} bytes"
     if _show_cache_stats(stats, summary, as_json=as_json):
         _hint_at_the_store()
+
+
+async def _cleared_stats(cache: Any, *, clear: bool) -> dict[str, Any]:
+    """A judge cache's stats (either cache: `clear()` and `stats()`), after clearing it
+    when asked, with how many answers were `removed`."""
+    removed = await cache.clear() if clear else None
+    stats: dict[str, Any] = await cache.stats()
+    if removed is not None:
+        stats["removed"] = removed
+    return stats
 
 
 def _hint_at_the_store() -> None:
@@ -234,13 +237,9 @@ def _store_cache(db: str | None, *, clear: bool, as_json: bool) -> None:
     async def run() -> dict[str, Any]:
         store = await Store.open(_existing_store_url(db))
         try:
-            removed = await store.judge_cache.clear() if clear else None
-            stats = await store.judge_cache.stats()
+            return await _cleared_stats(store.judge_cache, clear=clear)
         finally:
             await store.close()
-        if removed is not None:
-            stats["removed"] = removed
-        return stats
 
     try:
         stats = asyncio.run(run())

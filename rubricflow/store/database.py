@@ -28,7 +28,6 @@ from rubricflow.errors import SchemaOutdatedError, StoreError
 from rubricflow.store import sqlite as sqlite_store
 from rubricflow.store.sqlite import (
     SQLITE_BUSY_TIMEOUT_MS,
-    InlineConnection,
     SQLiteEngine,
     create_sqlite_engine,
     write_transaction,
@@ -134,26 +133,7 @@ class Database:
                 yield connection
             return
         async with self._translated(), self.engine.begin() as connection:
-            if self.dialect == "sqlite":
-                # Take the write lock up front (waiting up to the busy timeout): a
-                # transaction that reads and then writes could otherwise find another
-                # process committed in between and fail at once with SQLITE_BUSY.
-                await self._begin_immediate(connection)
             yield connection
-
-    async def _begin_immediate(self, connection: AsyncConnection) -> None:
-        raw = await connection.get_raw_connection()
-        driver = raw.driver_connection
-        if connection.dialect.driver != "aiosqlite" or driver is None:
-            await connection.exec_driver_sql("BEGIN IMMEDIATE")
-            return
-        try:
-            if isinstance(driver, InlineConnection):
-                await driver.begin_immediate()
-            else:
-                await driver.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as error:
-            raise self._operational(error) from error
 
     @asynccontextmanager
     async def _translated(self) -> AsyncIterator[None]:

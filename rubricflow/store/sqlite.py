@@ -44,20 +44,17 @@ __all__ = [
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
-def create_sqlite_engine(url: str, *, in_memory: bool) -> AsyncEngine:
-    """The engine of a SQLite URL: for aiosqlite (rubricflow's driver), a `SQLiteEngine`
-    over `InlineConnection`s; for a database file, with its `WalCheckpointer`."""
-    engine = create_async_engine(
-        url,
-        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
-        pool_reset_on_return=None,
+def create_sqlite_engine(url: str, *, in_memory: bool) -> SQLiteEngine:
+    """The engine of an aiosqlite URL (the only SQLite driver `resolve_url` lets through):
+    a `SQLiteEngine` over `InlineConnection`s; for a database file, with its
+    `WalCheckpointer`."""
+    # an engine that never connects: its dialect says how to open the URL's connections
+    dialect_only = create_async_engine(url)
+    creator, checkpointer = _aiosqlite_creator(dialect_only, in_memory=in_memory)
+    engine = SQLiteEngine(
+        create_async_engine(url, creator=creator, pool_reset_on_return=None).sync_engine,
+        checkpointer,
     )
-    if engine.dialect.driver == "aiosqlite":
-        creator, checkpointer = _aiosqlite_creator(engine, in_memory=in_memory)
-        engine = SQLiteEngine(
-            create_async_engine(url, creator=creator, pool_reset_on_return=None).sync_engine,
-            checkpointer,
-        )
     event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
     event.listen(engine.sync_engine.pool, "reset", _rollback_if_in_transaction)
     return engine
