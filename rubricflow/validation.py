@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,7 @@ from rubricflow.model import Rubric
 if TYPE_CHECKING:
     from rubricflow.plugins import PluginRegistry
 
-__all__ = ["FileReport", "RubricReport", "lint_rubric", "validate_file"]
+__all__ = ["FileReport", "RubricReport", "lint_file", "lint_rubric", "validate_file"]
 
 LLM_METHODS = ("llm", "llm_verdict", "llm_decode", "llm_score", "llm_oneshot")
 
@@ -184,3 +185,25 @@ def validate_file(
         report.warnings.extend(warnings)
         report.rubrics.append(RubricReport(rubric, meta, warnings))
     return report
+
+
+def lint_file(
+    path: str | Path, *, format: str | None = None, plugins: PluginRegistry | None = None
+) -> FileReport:
+    """`validate_file` for a front door: an unexpected failure (a bug, or a plugin's)
+    is reported as a problem of that file, so one file cannot stop a batch of checks.
+    Set RUBRICFLOW_DEBUG=1 to let it raise instead."""
+    try:
+        return validate_file(path, format=format, plugins=plugins)
+    except Exception as error:
+        if os.environ.get("RUBRICFLOW_DEBUG"):
+            raise
+        report = FileReport(str(path))
+        report.errors.append(
+            Problem(
+                "",
+                f"internal error while validating: {type(error).__name__}: {error} "
+                "(please report it; set RUBRICFLOW_DEBUG=1 for a traceback)",
+            )
+        )
+        return report

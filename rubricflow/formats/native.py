@@ -18,7 +18,13 @@ from rubricflow.errors import Problem, RubricValidationError
 from rubricflow.formats.base import ImportResult
 from rubricflow.model import Rubric, parse_rubric
 
-__all__ = ["NativeFormat", "dump_rubric", "dump_rubrics"]
+__all__ = [
+    "NativeFormat",
+    "dump_rubric",
+    "dump_rubrics",
+    "dump_stored_rubric",
+    "stored_rubric_document",
+]
 
 
 class NativeFormat:
@@ -185,6 +191,20 @@ def dump_rubrics(rubrics: list[Rubric], fmt: str = "yaml") -> str:
     if len(rubrics) == 1:
         return dump_rubric(rubrics[0], fmt)
     return _dump({"rubrics": [rubric.to_dict() for rubric in rubrics]}, fmt)
+
+
+def stored_rubric_document(rubric: Rubric) -> dict[str, Any]:
+    """The native document of a rubric looked up in a registry: it always names its id,
+    name and version (the plain document leaves out fields at their defaults, version
+    1.0.0 among them, and a registry lookup must say which version it shows)."""
+    document: dict[str, Any] = {"id": rubric.id, "name": rubric.name, "version": rubric.version}
+    document.update(rubric.to_dict())
+    return document
+
+
+def dump_stored_rubric(rubric: Rubric, fmt: str = "yaml") -> str:
+    """`stored_rubric_document` as YAML or JSON text."""
+    return _dump(stored_rubric_document(rubric), fmt)
 
 
 # characters JSON may carry raw but a YAML reader (which also reads .json files) rejects

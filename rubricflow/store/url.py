@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from rubricflow.errors import ConfigurationError
+from rubricflow.errors import ConfigurationError, NotFoundError
 
-__all__ = ["DB_ENV", "DEFAULT_URL", "display_url", "resolve_url"]
+__all__ = ["DB_ENV", "DEFAULT_URL", "display_url", "existing_store_url", "resolve_url"]
 
 DB_ENV = "RUBRICFLOW_DB"
 DEFAULT_URL = "sqlite+aiosqlite:///rubricflow.db"
@@ -54,3 +55,22 @@ def display_url(url: str) -> str:
         return make_url(url).render_as_string(hide_password=True)
     except ArgumentError:
         return "<database>"
+
+
+def existing_store_url(url: str | None = None) -> str:
+    """`resolve_url(url)`, for a look at a store that must already exist: a SQLite file
+    that does not exist is a NotFoundError (looking must not create an empty store)."""
+    resolved = resolve_url(url)
+    parsed = make_url(resolved)
+    file = parsed.database or ""
+    if (
+        parsed.get_backend_name() == "sqlite"
+        and file not in ("", ":memory:")
+        and not Path(file).exists()
+    ):
+        source = "--db" if url else f"${DB_ENV}" if os.environ.get(DB_ENV) else "the default"
+        raise NotFoundError(
+            f"no store at {file} ({source}): give the database `rubricflow eval --db URL` "
+            f"stores to with --db URL (or set {DB_ENV})"
+        )
+    return resolved

@@ -10,11 +10,11 @@ import typer
 from typer.testing import CliRunner
 
 from rubricflow.cli import app
-from rubricflow.cli_docs import render_cli_reference
+from rubricflow.cli.docs import render_cli_reference
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CLI_MD = ROOT / "docs" / "cli.md"
-REGENERATE = "python -m rubricflow.cli_docs > docs/cli.md"
+REGENERATE = "python -m rubricflow.cli.docs > docs/cli.md"
 
 
 def test_docs_cli_md_is_up_to_date() -> None:
@@ -28,7 +28,7 @@ def test_docs_cli_md_is_up_to_date() -> None:
 
 def test_the_module_prints_the_reference() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "rubricflow.cli_docs"],
+        [sys.executable, "-m", "rubricflow.cli.docs"],
         cwd=ROOT,
         capture_output=True,
         text=True,

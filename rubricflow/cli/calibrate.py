@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
-from rubricflow.cli_options import (
+from rubricflow.cli.shared import (
+    EXIT_FAILED,
+    EXIT_OK,
     AllowImportOption,
     ConcurrencyOption,
     FormatOption,
@@ -25,17 +27,21 @@ from rubricflow.cli_options import (
     NoCacheOption,
     RubricIdOption,
     SamplesOption,
+    fail,
+    judge_session,
+    out,
+    pick_rubric,
+    plugin_manager,
+    refuse_unregistered_imports,
+    table,
+    usage_text,
+    user_errors,
 )
 
 if TYPE_CHECKING:
-    from rubricflow.calibration import CalibrationReport, Estimate
+    from rubricflow.calibration import CalibrationReport, CriterionAgreement, Estimate
 
-__all__ = ["add_calibrate_command", "calibrate_command"]
-
-
-def add_calibrate_command(app: typer.Typer) -> None:
-    """Add `calibrate` to the `rubricflow` app."""
-    app.command("calibrate")(calibrate_command)
+__all__ = ["calibrate_command"]
 
 
 def calibrate_command(
@@ -85,19 +91,16 @@ def calibrate_command(
     """
     import asyncio
 
-    from rubricflow import cli as base
     from rubricflow.calibration import calibrate, read_labels
 
     if not 0.0 < confidence < 1.0:
-        base._fail(f"--confidence must be between 0 and 1 (exclusive), got {confidence:g}")
-    plugins = base._plugins()
-    rubric, _source_format = base._pick_rubric(rubric_path, format, rubric_id, plugins)
-    base._refuse_unregistered_imports(rubric, plugins, allow_import)
-    with base._user_errors():
+        fail(f"--confidence must be between 0 and 1 (exclusive), got {confidence:g}")
+    plugins = plugin_manager()
+    rubric, _source_format = pick_rubric(rubric_path, format, rubric_id, plugins)
+    refuse_unregistered_imports(rubric, plugins, allow_import)
+    with user_errors():
         examples = read_labels(labels, rubric)
-    from rubricflow.llm.cli import eval_session
-
-    judge = eval_session(
+    judge = judge_session(
         rubric, plugins, llm, allow_import=allow_import, no_cache=no_cache, feedback=False
     )
 
@@ -118,7 +121,7 @@ def calibrate_command(
         finally:
             await judge.aclose()
 
-    with base._user_errors():
+    with user_errors():
         report = asyncio.run(run())
     below = report.kappa_below(min_kappa) if min_kappa is not None else []
     if as_json:
@@ -132,10 +135,10 @@ def calibrate_command(
             }
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
-        _print_report(report, base.out)
+        _print_report(report)
         if min_kappa is not None:
-            _print_gate(report, min_kappa, below, base.out)
-    raise typer.Exit(base.EXIT_FAILED if below else base.EXIT_OK)
+            _print_gate(report, min_kappa, below)
+    raise typer.Exit(EXIT_FAILED if below else EXIT_OK)
 
 
 def _figure(estimate: Estimate | None, confidence: bool = True) -> str:
@@ -149,15 +152,13 @@ def _figure(estimate: Estimate | None, confidence: bool = True) -> str:
     return text
 
 
-def _print_report(report: CalibrationReport, out: Any) -> None:
-    from rubricflow.cli_store import _table
-
+def _print_report(report: CalibrationReport) -> None:
     out.print(
         f"[bold]Calibration[/bold] of {escape(report.rubric_id)}@{escape(report.rubric_version)} "
         f"on {report.examples} labelled example(s)"
     )
     level = f"{report.confidence:.0%}"
-    table = _table(
+    grid = table(
         "criterion",
         "n",
         "unscored",
@@ -167,7 +168,7 @@ def _print_report(report: CalibrationReport, out: Any) -> None:
         "weighted kappa quadratic",
     )
     for agreement in report.criteria:
-        table.add_row(
+        grid.add_row(
             f"{escape(agreement.criterion_id)}\n({agreement.scale.kind})",
             str(agreement.n),
             str(agreement.unscored),
@@ -177,8 +178,8 @@ def _print_report(report: CalibrationReport, out: Any) -> None:
             _figure(agreement.weighted_kappa_quadratic),
         )
     overall = report.overall
-    table.add_section()
-    table.add_row(
+    grid.add_section()
+    grid.add_row(
         "[bold]overall[/bold]\n(pooled)",
         str(overall.n),
         str(overall.unscored),
@@ -187,7 +188,7 @@ def _print_report(report: CalibrationReport, out: Any) -> None:
         "",
         "",
     )
-    out.print(table)
+    out.print(grid)
     if report.resamples:
         out.print(
             f"Intervals: percentile bootstrap, {report.resamples} resamples of the examples, "
@@ -208,7 +209,7 @@ def _print_report(report: CalibrationReport, out: Any) -> None:
     if overall.kappa.reason:
         out.print(f"overall: kappa n/a: {escape(overall.kappa.reason)}")
     for agreement in report.criteria:
-        _print_matrix(agreement, out)
+        _print_matrix(agreement)
     if report.unscored:
         out.print(
             f"{len(report.unscored)} labelled decision(s) the judge did not score "
@@ -223,31 +224,29 @@ def _print_report(report: CalibrationReport, out: Any) -> None:
             out.print(f"  ... and {len(report.unscored) - 20} more (see --json)")
     usage = report.usage
     if usage.get("llm_calls") or usage.get("cache_hits"):
-        from rubricflow.llm.cli import usage_text
-
         out.print(f"LLM usage: {escape(usage_text(dict(usage)))}")
 
 
-def _print_matrix(agreement: Any, out: Any) -> None:
+def _print_matrix(agreement: CriterionAgreement) -> None:
     from rich.table import Table
 
     matrix = agreement.confusion
-    table = Table(
+    grid = Table(
         title=f"{agreement.criterion_id}: rows human, columns judge (n={matrix.n})",
         title_justify="left",
     )
-    table.add_column("human \\ judge", overflow="fold")
+    grid.add_column("human \\ judge", overflow="fold")
     for label in matrix.labels:
-        table.add_column(escape(label), justify="right", overflow="fold")
-    table.add_column("total", justify="right")
+        grid.add_column(escape(label), justify="right", overflow="fold")
+    grid.add_column("total", justify="right")
     for label, row in zip(matrix.labels, matrix.counts, strict=True):
-        table.add_row(escape(label), *map(str, row), str(sum(row)))
-    table.add_section()
-    table.add_row("total", *map(str, matrix.column_totals), str(matrix.n))
-    out.print(table)
+        grid.add_row(escape(label), *map(str, row), str(sum(row)))
+    grid.add_section()
+    grid.add_row("total", *map(str, matrix.column_totals), str(matrix.n))
+    out.print(grid)
 
 
-def _print_gate(report: CalibrationReport, minimum: float, below: list[str], out: Any) -> None:
+def _print_gate(report: CalibrationReport, minimum: float, below: list[str]) -> None:
     unchecked = report.kappa_undefined()
     if unchecked:
         out.print(

@@ -1,98 +1,28 @@
-"""CLI pieces for LLM judges: `rubricflow llm check SPEC`, `rubricflow llm cache`, and
-the helpers `rubricflow eval` uses for `--llm`, `--no-cache`, `--samples` and usage."""
+"""`rubricflow llm check SPEC` and `rubricflow llm cache`: check an LLM judge, and show
+or clear the judge answer cache (the local file, or a store's)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
+from rubricflow.cli.shared import err, fail, out
 from rubricflow.errors import RubricflowError
 
-__all__ = ["eval_session", "llm_app", "needs_judge", "usage_text"]
+if TYPE_CHECKING:
+    from rubricflow.llm.check import CheckReport
 
-out = Console(soft_wrap=True, highlight=False)
-err = Console(stderr=True, soft_wrap=True, highlight=False)
+__all__ = ["llm_app"]
 
 llm_app = typer.Typer(
     help="Check LLM judges and manage the judge answer cache.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-
-
-def _fail(message: str, code: int = 2) -> None:
-    err.print(f"error: {escape(message)}")
-    raise typer.Exit(code)
-
-
-def needs_judge(rubric: Any, plugins: Any) -> list[str]:
-    """Ids of the criteria an LLM judge scores."""
-    from rubricflow.engine.executor import resolve_method
-    from rubricflow.scorers.llm import LLM_SCORER_NAMES
-
-    return [
-        c.id
-        for c in rubric.criteria
-        if resolve_method(c) in LLM_SCORER_NAMES and resolve_method(c) in plugins.scorers
-    ]
-
-
-def eval_session(
-    rubric: Any,
-    plugins: Any,
-    spec: str | None,
-    *,
-    allow_import: bool,
-    no_cache: bool,
-    feedback: bool,
-) -> Any:
-    """The judge session for `rubricflow eval`; exits 2 with a clear message when the
-    rubric needs a judge (or --llm names one) that cannot be set up."""
-    from rubricflow.llm.session import LLMSession
-
-    session = LLMSession(
-        spec,
-        plugins=plugins,
-        allow_import=allow_import,
-        cache=None if no_cache else "default",
-    )
-    judged = needs_judge(rubric, plugins)
-    if spec is not None or judged or feedback:
-        try:
-            session.provider_now()
-        except RubricflowError as error:
-            if judged:
-                shown = ", ".join(judged[:5]) + (" ..." if len(judged) > 5 else "")
-                _fail(f"criteria {shown} are judged by an LLM: {error}")
-            _fail(str(error))
-    return session
-
-
-def usage_text(usage: dict[str, Any]) -> str:
-    """`3 LLM calls (2 cached), 1,234 input + 56 output tokens, cost 0.0012`."""
-    calls, hits = usage.get("llm_calls", 0), usage.get("cache_hits", 0)
-    text = f"{calls} LLM call{'s' * (calls != 1)}"
-    if hits:
-        text += f" ({hits} answered from the cache)"
-    tokens_in, tokens_out = usage.get("input_tokens", 0), usage.get("output_tokens", 0)
-    text += f", {tokens_in:,} input + {tokens_out:,} output tokens"
-    if usage.get("cost") is not None:
-        text += f", cost {usage['cost']:.4g}"
-    return text
-
-
-def add_usage(total: dict[str, Any], usage: dict[str, Any]) -> None:
-    for key in ("llm_calls", "cache_hits", "input_tokens", "output_tokens"):
-        total[key] = total.get(key, 0) + (usage.get(key) or 0)
-    if usage.get("cost") is not None:
-        total["cost"] = (total.get("cost") or 0.0) + usage["cost"]
-    else:
-        total.setdefault("cost", None)
 
 
 @llm_app.command("check")
@@ -129,10 +59,9 @@ def check(
             settings={"timeout": timeout, "deadline": timeout},
         )
     except RubricflowError as error:
-        _fail(str(error))
-        return
+        fail(str(error))
 
-    async def run() -> Any:
+    async def run() -> CheckReport:
         try:
             return await check_provider(provider)
         finally:
@@ -197,8 +126,7 @@ def cache(
     try:
         stats = asyncio.run(_cleared_stats(store, clear=clear))
     except Exception as error:
-        _fail(f"{store.path}: {error}")
-        return
+        fail(f"{store.path}: {error}")
     finally:
         store.close()
     summary = f"{escape(stats['path'])}: {stats['entries']} answer(s), {stats['bytes']:,} bytes"
@@ -233,9 +161,10 @@ def _hint_at_the_store() -> None:
 def _store_cache(db: str | None, *, clear: bool, as_json: bool) -> None:
     """`llm cache --db URL` / `--store`: the store's judge cache, shown or cleared."""
     from rubricflow.store import Store
+    from rubricflow.store.url import existing_store_url
 
     async def run() -> dict[str, Any]:
-        store = await Store.open(_existing_store_url(db))
+        store = await Store.open(existing_store_url(db))
         try:
             return await _cleared_stats(store.judge_cache, clear=clear)
         finally:
@@ -244,8 +173,7 @@ def _store_cache(db: str | None, *, clear: bool, as_json: bool) -> None:
     try:
         stats = asyncio.run(run())
     except RubricflowError as error:
-        _fail(str(error))
-        return
+        fail(str(error))
     _show_cache_stats(
         stats,
         f"judge cache in {escape(stats['db'])}: {stats['entries']} answer(s), "
@@ -264,30 +192,3 @@ def _show_cache_stats(stats: dict[str, Any], summary: str, *, as_json: bool) -> 
         out.print(f"removed {stats['removed']} cached answer(s)")
     out.print(summary)
     return True
-
-
-def _existing_store_url(db: str | None) -> str:
-    """The store URL (`db`, else $RUBRICFLOW_DB, else ./rubricflow.db). A SQLite file that
-    does not exist is an error: looking at a cache must not create an empty store."""
-    import os
-    from pathlib import Path
-
-    from sqlalchemy.engine import make_url
-
-    from rubricflow.errors import NotFoundError
-    from rubricflow.store.url import DB_ENV, resolve_url
-
-    url = resolve_url(db)
-    parsed = make_url(url)
-    file = parsed.database or ""
-    if (
-        parsed.get_backend_name() == "sqlite"
-        and file not in ("", ":memory:")
-        and not Path(file).exists()
-    ):
-        source = "--db" if db else f"${DB_ENV}" if os.environ.get(DB_ENV) else "the default"
-        raise NotFoundError(
-            f"no store at {file} ({source}): give the database `rubricflow eval --db URL` "
-            f"stores to with --db URL (or set {DB_ENV})"
-        )
-    return url

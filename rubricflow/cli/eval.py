@@ -10,25 +10,15 @@ import signal
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
-from rubricflow.cli import (
+from rubricflow.cli.shared import (
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_OK,
-    _evaluation_line,
-    _fail,
-    _pick_rubric,
-    _plugins,
-    _print_evaluation,
-    _refuse_unregistered_imports,
-    _user_errors,
-    err,
-    out,
-)
-from rubricflow.cli_options import (
     AllowImportOption,
     ConcurrencyOption,
     FormatOption,
@@ -36,11 +26,113 @@ from rubricflow.cli_options import (
     NoCacheOption,
     RubricIdOption,
     SamplesOption,
+    err,
+    fail,
+    judge_session,
+    out,
+    pick_rubric,
+    plugin_manager,
+    refuse_unregistered_imports,
+    table,
+    usage_text,
+    user_errors,
 )
 
-__all__ = ["EXIT_INTERRUPTED", "eval_command"]
+if TYPE_CHECKING:
+    from rubricflow.model import Rubric
+    from rubricflow.results import Evaluation
+    from rubricflow.store import Store
 
-EXIT_INTERRUPTED = 130
+__all__ = ["eval_command"]
+
+
+def _evaluation_line(evaluation: Evaluation) -> dict[str, Any]:
+    return {
+        "target_id": evaluation.target_id,
+        "rubric_id": evaluation.rubric_id,
+        "rubric_version": evaluation.rubric_version,
+        "verdict": evaluation.verdict,
+        "passed": evaluation.passed,
+        "score": evaluation.score,
+        "scaled_score": evaluation.scaled_score,
+        "raw_score": evaluation.raw_score,
+        "coverage": evaluation.coverage,
+        "feedback": evaluation.feedback,
+        "usage": evaluation.usage(),
+        **(
+            {"llm_feedback": evaluation.metadata["llm_feedback"]}
+            if "llm_feedback" in evaluation.metadata
+            else {}
+        ),
+        "criteria": [
+            {
+                "id": r.criterion_id,
+                "status": r.status,
+                "verdict": r.verdict,
+                "level": r.level,
+                "score": r.score,
+                "evidence": list(r.evidence),
+                "notes": r.notes,
+            }
+            for r in evaluation.criteria
+        ],
+    }
+
+
+def _print_evaluation(evaluation: Evaluation, rubric: Rubric) -> None:
+    colour = {"pass": "green", "fail": "red", "incomplete": "yellow"}[evaluation.verdict]
+    out.print(
+        f"[bold]{escape(evaluation.target_id or '(target)')}[/bold]: "
+        f"[{colour}]{evaluation.verdict.upper()}[/{colour}] score {evaluation.score:.3f} "
+        f"({evaluation.scaled_score:g} on {rubric.scale.min:g}..{rubric.scale.max:g}), "
+        f"raw {evaluation.raw_score:g}, coverage {evaluation.coverage:.0%}"
+    )
+    grid = table("criterion", "weight", "status", "outcome", "score", "evidence / notes")
+    for result in evaluation.criteria:
+        outcome = result.level or result.verdict or ""
+        if result.passed is False:
+            outcome = f"[red]{escape(outcome or 'below bar')}[/red]"
+        else:
+            outcome = escape(outcome)
+        # an unscored criterion's notes say why; a scored one's evidence says what was found
+        detail = (
+            result.notes or "; ".join(result.evidence)
+            if not result.scored
+            else "; ".join(result.evidence) or result.notes
+        )
+        grid.add_row(
+            escape(result.criterion_id) + (" *" if result.required else ""),
+            f"{result.weight:g}",
+            result.status,
+            outcome,
+            "" if result.score is None else f"{result.score:.2f}",
+            escape(detail),
+        )
+    out.print(grid)
+    fix_at = evaluation.feedback.find("What to fix:")
+    if fix_at < 0:
+        fix_at = evaluation.feedback.find("Not scored")
+    if fix_at >= 0:
+        out.print(escape(evaluation.feedback[fix_at:].rstrip()))
+    summary = evaluation.metadata.get("llm_feedback")
+    if isinstance(summary, dict) and summary.get("source") == "llm":
+        out.print(f"Feedback: {escape(str(summary.get('text', '')))}")
+    if evaluation.llm_calls:
+        out.print(f"LLM: {escape(usage_text(evaluation.usage()))}")
+    out.print()
+
+
+async def _open_store(db: str, rubric: Rubric, source_format: str | None) -> Store:
+    """The store at `db`, with `rubric` registered (the same content again is a no-op)."""
+    from rubricflow.store import Store
+
+    store = await Store.open(db)
+    try:
+        await store.rubrics.register(rubric, source_format=source_format)
+    except BaseException:
+        await store.close()
+        raise
+    return store
 
 
 def _suite_document(path: Path) -> Any:
@@ -118,27 +210,27 @@ def _gather(
 
     given_outputs = None
     if outputs is not None:
-        with _user_errors():
+        with user_errors():
             given_outputs = read_outputs(outputs)
     if target is None:
         document = _suite_document(first)
         if document is None:
-            _fail(_not_a_suite(first))
-        with _user_errors():
+            fail(_not_a_suite(first))
+        with user_errors():
             suite = load_suite(first, outputs=given_outputs, plugins=plugins, document=document)
         return _suite_cases(suite, suite_targets, plugins, allow_import), None
-    rubric, source_format = _pick_rubric(first, format, rubric_id, plugins)
-    _refuse_unregistered_imports(rubric, plugins, allow_import)
+    rubric, source_format = pick_rubric(first, format, rubric_id, plugins)
+    refuse_unregistered_imports(rubric, plugins, allow_import)
     path = Path(target)
     document = None if target == "-" else _suite_document(path)
     if document is not None:
-        with _user_errors():
+        with user_errors():
             suite = load_suite(
                 path, rubric=rubric, outputs=given_outputs, plugins=plugins, document=document
             )
         return _suite_cases(suite, suite_targets, plugins, allow_import), source_format
     if outputs is not None:
-        _fail("--outputs goes with an evaluation suite; TARGET is not one")
+        fail("--outputs goes with an evaluation suite; TARGET is not one")
     total = _count_lines(path) if path.suffix.lower() in (".jsonl", ".ndjson") else None
     if total is None and target != "-":
         total = 1
@@ -149,12 +241,12 @@ def _gather(
 def _suite_cases(suite: Any, suite_targets: Any, plugins: Any, allow_import: bool) -> _Cases:
     for warning in suite.warnings:
         err.print(f"warning: {escape(suite.source)}: {escape(str(warning))}")
-    with _user_errors():
+    with user_errors():
         pairs = list(suite_targets(suite))
     for rubric, _ in pairs:
-        _refuse_unregistered_imports(rubric, plugins, allow_import)
+        refuse_unregistered_imports(rubric, plugins, allow_import)
     if not pairs:
-        _fail(f"{suite.source}: the suite holds no case")
+        fail(f"{suite.source}: the suite holds no case")
     rubric = suite.rubric or pairs[0][0]
     return _Cases(iter(pairs), len(pairs), rubric, suite.source, shared=suite.rubric is not None)
 
@@ -289,10 +381,9 @@ def eval_command(
     failed or was incomplete, 2 on usage or input errors, 130 when interrupted.
     """
     from rubricflow.batch import BatchRun
-    from rubricflow.llm.cli import eval_session, usage_text
     from rubricflow.runs import RunInfo, new_run_id
 
-    plugins = _plugins()
+    plugins = plugin_manager()
     cases, source_format = _gather(
         rubric_path,
         target,
@@ -304,8 +395,8 @@ def eval_command(
     )
     rubric = cases.rubric
     if resume and output is None and db is None:
-        _fail("--resume needs the run's --output file or its --db")
-    judge = eval_session(
+        fail("--resume needs the run's --output file or its --db")
+    judge = judge_session(
         rubric, plugins, llm, allow_import=allow_import, no_cache=no_cache, feedback=llm_feedback
     )
     info = RunInfo(
@@ -336,7 +427,6 @@ def eval_command(
             _print_evaluation(evaluation, rubric)
 
     async def run() -> None:
-        from rubricflow.cli import _open_store
         from rubricflow.store import Store
 
         store = None
@@ -413,7 +503,7 @@ def eval_command(
                 if store is not None:
                     await store.close()
 
-    with _user_errors():
+    with user_errors():
         try:
             asyncio.run(run())
         except (asyncio.CancelledError, KeyboardInterrupt):
@@ -425,11 +515,11 @@ def eval_command(
     if report is not None:
         from rubricflow.report import write_report
 
-        with _user_errors():
+        with user_errors():
             written = write_report(batch.data(), report)
         err.print(f"report: {escape(str(written))}")
     if tally.done + tally.skipped == 0 and not state["interrupted"]:
-        _fail(f"{cases.source}: holds no targets; give one target object or JSONL lines")
+        fail(f"{cases.source}: holds no targets; give one target object or JSONL lines")
     if batch.repeated:
         ids = list(batch.repeated)
         shown = ", ".join(repr(i) for i in ids[:5]) + (

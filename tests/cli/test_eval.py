@@ -19,7 +19,7 @@ from rubricflow.cli import app
 from rubricflow.plugins import BLOCK_ENV
 from rubricflow.results import Target
 
-FIXTURES = Path(__file__).parent / "fixtures" / "eval"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "eval"
 RUBRIC = FIXTURES / "rubric.yaml"
 
 LINE_KEYS = {

@@ -8,23 +8,32 @@ $RUBRICFLOW_DB, else ./rubricflow.db).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
-from rubricflow.cli_store import DbOption, _table, err, out
+from rubricflow.cli.shared import (
+    EXIT_FAILED,
+    EXIT_OK,
+    DbOption,
+    err,
+    fail,
+    out,
+    run_async,
+    table,
+    user_errors,
+)
 
-__all__ = ["add_report_commands", "compare_command", "report_command"]
+if TYPE_CHECKING:
+    from rubricflow.compare import Regression, RunComparison
+    from rubricflow.runs import RunData
 
-T = TypeVar("T")
+__all__ = ["compare_command", "report_command"]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 TOP_DROPS = 10
 
 _RUN_HELP = "a results file from `rubricflow eval --output`, a run id in the store, or `latest`."
@@ -34,15 +43,6 @@ RunA = Annotated[
 RunB = Annotated[
     str, typer.Argument(metavar="RUN_B", help=f"The run to check: {_RUN_HELP}", show_default=False)
 ]
-
-
-def _run(work: Coroutine[Any, Any, T]) -> T:
-    """Run `work`; rubricflow errors become a message and exit 2, never a traceback."""
-    from rubricflow.cli import _user_errors
-
-    with _user_errors():
-        return asyncio.run(work)
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _rate(value: float | None) -> str:
@@ -101,18 +101,17 @@ def report_command(
     Exit 0 when the report was written, 2 on usage or input errors (unknown run, missing
     or malformed results file, an artifact with no evaluations).
     """
-    from rubricflow.cli import _fail, _user_errors
     from rubricflow.report import artifact_run, resolve_run, write_report
     from rubricflow.runs import summarize
 
     if (run is None) == (artifact is None):
-        _fail("give either RUN (a results file, a run id or `latest`) or --artifact ID")
+        fail("give either RUN (a results file, a run id or `latest`) or --artifact ID")
     if run is not None:
-        data = _run(resolve_run(run, db))
+        data = run_async(resolve_run(run, db))
     else:
         assert artifact is not None
-        data = _run(artifact_run(artifact, db))
-    with _user_errors():
+        data = run_async(artifact_run(artifact, db))
+    with user_errors():
         written = write_report(data, output, title=title)
     summary = summarize(data.evaluations)
     err.print(
@@ -144,19 +143,18 @@ def compare_command(
     Exit 0 when nothing regressed beyond --threshold, 1 when the pass rate or any
     criterion's pass rate fell by more than it, 2 on usage or input errors.
     """
-    from rubricflow.cli import _fail
     from rubricflow.compare import compare_runs
     from rubricflow.report import resolve_run
 
-    async def load() -> tuple[Any, Any]:
+    async def load() -> tuple[RunData, RunData]:
         return await resolve_run(run_a, db), await resolve_run(run_b, db)
 
-    a, b = _run(load())
+    a, b = run_async(load())
     comparison = compare_runs(a, b)
     for warning in comparison.warnings:
         err.print(f"warning: {escape(warning)}")
     if not comparison.shared:
-        _fail(
+        fail(
             f"runs {a.info.id!r} and {b.info.id!r} share no target ids; compare matches "
             "targets by target id, so give two runs over the same targets"
         )
@@ -170,7 +168,7 @@ def compare_command(
     raise typer.Exit(EXIT_FAILED if found else EXIT_OK)
 
 
-def _print_comparison(comparison: Any, threshold: float, found: list[Any]) -> None:
+def _print_comparison(comparison: RunComparison, threshold: float, found: list[Regression]) -> None:
     a, b = comparison.a, comparison.b
     sa, sb = comparison.summary_a, comparison.summary_b
     out.print(f"A: {escape(a.id)} ({escape(a.rubric_id)}@{escape(a.rubric_version)})")
@@ -190,11 +188,11 @@ def _print_comparison(comparison: Any, threshold: float, found: list[Any]) -> No
         f"({_coloured(_signed(delta), delta)})"
     )
     if comparison.flips:
-        table = _table("target", "verdict A", "verdict B", "score A", "score B")
+        grid = table("target", "verdict A", "verdict B", "score A", "score B")
         for flip in comparison.flips:
             worse = flip.verdict_a == "pass"
             colour = "red" if worse else ("green" if flip.verdict_b == "pass" else "yellow")
-            table.add_row(
+            grid.add_row(
                 escape(flip.target_id),
                 flip.verdict_a,
                 f"[{colour}]{flip.verdict_b}[/]",
@@ -202,14 +200,14 @@ def _print_comparison(comparison: Any, threshold: float, found: list[Any]) -> No
                 f"{flip.score_b:.3f}",
             )
         out.print(f"{len(comparison.flips)} verdict flip(s):")
-        out.print(table)
+        out.print(grid)
     else:
         out.print("no verdict flips")
     if comparison.criteria:
-        table = _table("criterion", "pass rate A", "pass rate B", "delta", "mean A", "mean B")
+        grid = table("criterion", "pass rate A", "pass rate B", "delta", "mean A", "mean B")
         for criterion in comparison.criteria:
             change = criterion.pass_rate_delta
-            table.add_row(
+            grid.add_row(
                 escape(criterion.criterion_id),
                 _rate(criterion.pass_rate_a),
                 _rate(criterion.pass_rate_b),
@@ -217,27 +215,21 @@ def _print_comparison(comparison: Any, threshold: float, found: list[Any]) -> No
                 _score(criterion.mean_score_a),
                 _score(criterion.mean_score_b),
             )
-        out.print(table)
+        out.print(grid)
     drops = [d for d in comparison.score_deltas if d.delta < 0][:TOP_DROPS]
     if drops:
-        table = _table("target", "score A", "score B", "delta")
+        grid = table("target", "score A", "score B", "delta")
         for drop in drops:
-            table.add_row(
+            grid.add_row(
                 escape(drop.target_id),
                 f"{drop.score_a:.3f}",
                 f"{drop.score_b:.3f}",
                 f"[red]{drop.delta:+.3f}[/]",
             )
         out.print(f"largest score drops (up to {TOP_DROPS}):")
-        out.print(table)
+        out.print(grid)
     if found:
         reasons = "; ".join(escape(str(regression)) for regression in found)
         out.print(f"[red]REGRESSION[/] beyond threshold {threshold:g}: {reasons}")
     else:
         out.print(f"[green]OK[/]: no regression beyond threshold {threshold:g}")
-
-
-def add_report_commands(app: typer.Typer) -> None:
-    """Add `report` and `compare` to the `rubricflow` app."""
-    app.command("report")(report_command)
-    app.command("compare")(compare_command)

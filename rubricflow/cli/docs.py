@@ -1,10 +1,10 @@
 """The CLI reference, generated from the typer app so it cannot drift from the code.
 
-    python -m rubricflow.cli_docs > docs/cli.md
+    python -m rubricflow.cli.docs > docs/cli.md
 
 `render_cli_reference()` walks the click command tree typer builds from
-`rubricflow.cli.app` (every command, every sub-app added by `_add_store_commands` and
-`_add_llm_commands`, and whatever is added later) and renders markdown: each command's
+`rubricflow.cli.app` (every command and every sub-app `rubricflow/cli/__init__.py` adds,
+and whatever is added later) and renders markdown: each command's
 help, its usage line, every argument and option with its type, default and help, and the
 exit codes its docstring states. `tests/test_cli_docs.py` fails when docs/cli.md differs
 from what this prints.
@@ -21,7 +21,7 @@ from typing import Any, Union, get_args, get_origin
 __all__ = ["main", "render_cli_reference"]
 
 PROG = "rubricflow"
-COMMAND = "python -m rubricflow.cli_docs > docs/cli.md"
+COMMAND = "python -m rubricflow.cli.docs > docs/cli.md"
 
 # "Exit 0 when ..., 1 when ..., 2 on ..." or "Exit codes: 0 success, 1 ..., 2 ...": the
 # sentence runs to the first full stop that ends it (not one inside "e.g." or a number)
@@ -356,7 +356,7 @@ def render_cli_reference(app: Any = None) -> str:
     lines = [
         "# CLI reference",
         "",
-        f"<!-- Generated from the typer app (rubricflow/cli.py) by `{COMMAND}`.",
+        f"<!-- Generated from the typer app (rubricflow/cli/) by `{COMMAND}`.",
         "     Do not edit by hand: tests/test_cli_docs.py fails when this file is out of date. -->",
         "",
         *[line for p in _paragraphs(root.help) for line in (p, "")],

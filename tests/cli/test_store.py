@@ -30,7 +30,7 @@ pg_server = backends.pg_server
 pg_session_url = backends.pg_session_url
 sqlite_template = backends.sqlite_template
 
-EVAL = Path(__file__).parent / "fixtures" / "eval"
+EVAL = Path(__file__).parent.parent / "fixtures" / "eval"
 UNREACHABLE = "postgresql://postgres:hunter2@127.0.0.1:1/x"
 
 

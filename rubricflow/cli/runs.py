@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
-from rubricflow.cli_store import DbOption, JsonOption, _print_json, _table, out, run_with_store
+from rubricflow.cli.shared import (
+    DbOption,
+    JsonOption,
+    out,
+    print_json,
+    run_with_store,
+    table,
+    usage_text,
+)
+
+if TYPE_CHECKING:
+    from rubricflow.runs import RunData, RunInfo, RunSummary
+    from rubricflow.store import Store
 
 __all__ = ["runs_app"]
 
@@ -25,19 +37,18 @@ def list_runs(
     as_json: JsonOption = False,
 ) -> None:
     """The newest runs first: id, rubric, status, when, and how many targets passed."""
-    from rubricflow.runs import summarize
 
-    async def work(store: Any) -> list[tuple[Any, Any]]:
-        runs = await store.runs.list(limit=limit)
-        return [(info, summarize((await store.runs.load(info.id)).evaluations)) for info in runs]
+    async def work(store: Store) -> list[tuple[RunInfo, RunSummary]]:
+        # the figures come from SQL aggregates: no evaluation document is read
+        return [(o.info, o.summary) for o in await store.runs.overviews(limit=limit)]
 
     rows = run_with_store(db, work)
     if as_json:
-        _print_json([{**info.to_dict(), "summary": s.to_dict()} for info, s in rows])
+        print_json([{**info.to_dict(), "summary": s.to_dict()} for info, s in rows])
         return
-    table = _table("run", "rubric", "status", "started", "targets", "passed", "pass rate")
+    rows_table = table("run", "rubric", "status", "started", "targets", "passed", "pass rate")
     for info, summary in rows:
-        table.add_row(
+        rows_table.add_row(
             escape(info.id),
             escape(f"{info.rubric_id}@{info.rubric_version}"),
             info.status,
@@ -46,7 +57,7 @@ def list_runs(
             str(summary.passed),
             _pct(summary.pass_rate),
         )
-    out.print(table)
+    out.print(rows_table)
 
 
 @runs_app.command("show")
@@ -58,7 +69,7 @@ def show_run(
     """One run: its options, verdict counts, scores, per-criterion pass rates, LLM usage."""
     from rubricflow.runs import summarize
 
-    async def work(store: Any) -> Any:
+    async def work(store: Store) -> RunData:
         chosen = run_id
         if run_id == "latest":
             latest = await store.runs.latest()
@@ -72,7 +83,7 @@ def show_run(
     run = run_with_store(db, work)
     summary = summarize(run.evaluations)
     if as_json:
-        _print_json({**run.info.to_dict(), "summary": summary.to_dict()})
+        print_json({**run.info.to_dict(), "summary": summary.to_dict()})
         return
     info = run.info
     out.print(
@@ -83,19 +94,17 @@ def show_run(
         f"{summary.total} target(s): {summary.passed} passed, {summary.failed} failed, "
         f"{summary.incomplete} incomplete; pass rate {_pct(summary.pass_rate)}"
     )
-    table = _table("criterion", "scored", "passed", "pass rate", "unscored")
+    rows_table = table("criterion", "scored", "passed", "pass rate", "unscored")
     for criterion in summary.criteria:
-        table.add_row(
+        rows_table.add_row(
             escape(criterion.criterion_id),
             str(criterion.scored),
             str(criterion.passed),
             _pct(criterion.pass_rate),
             str(criterion.unscored),
         )
-    out.print(table)
+    out.print(rows_table)
     if summary.llm_calls or summary.cache_hits:
-        from rubricflow.llm.cli import usage_text
-
         usage = {
             "llm_calls": summary.llm_calls,
             "cache_hits": summary.cache_hits,

@@ -20,7 +20,7 @@ from rubricflow.cli import app
 from rubricflow.formats.loader import load_file
 from rubricflow.schema import published_schema, rubric_json_schema
 
-BAD = Path(__file__).parent / "fixtures" / "bad"
+BAD = Path(__file__).parent.parent / "fixtures" / "bad"
 
 
 def invoke(cli: CliRunner, *args: str) -> Result:

@@ -1,0 +1,303 @@
+"""What every command shares: the consoles, exit codes, error printing, opening the
+store, and the options several commands take (one definition, one help text)."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import json
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from rubricflow.errors import RubricflowError
+
+if TYPE_CHECKING:
+    from rubricflow.llm.session import LLMSession
+    from rubricflow.model import Rubric
+    from rubricflow.plugins import PluginRegistry
+    from rubricflow.store import Store
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "ActorOption",
+    "AllowImportOption",
+    "ConcurrencyOption",
+    "DbOption",
+    "FormatOption",
+    "JsonOption",
+    "LLMOption",
+    "NoCacheOption",
+    "RubricIdOption",
+    "SamplesOption",
+    "actor_default",
+    "err",
+    "fail",
+    "judge_session",
+    "needs_judge",
+    "out",
+    "pick_rubric",
+    "plugin_manager",
+    "print_json",
+    "read_content",
+    "refuse_unregistered_imports",
+    "run_async",
+    "run_with_store",
+    "table",
+    "usage_text",
+    "user_errors",
+]
+
+T = TypeVar("T")
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130
+
+#: standard output (results) and standard error (messages, progress), for every command
+out = Console(soft_wrap=True, highlight=False)
+err = Console(stderr=True, soft_wrap=True, highlight=False)
+
+
+# --- errors ----------------------------------------------------------------------------------
+def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    """Print `error: message` on stderr and exit with `code` (a usage error by default)."""
+    err.print(f"error: {escape(message)}")
+    raise typer.Exit(code)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn rubricflow errors into a message and exit code 2, never a traceback."""
+    try:
+        yield
+    except RubricflowError as error:
+        fail(str(error))
+    except BrokenPipeError:
+        raise typer.Exit(EXIT_OK) from None
+    except OSError as error:
+        fail(f"{error.filename or ''}: {error.strerror or error}".lstrip(": "))
+
+
+def run_async(work: Coroutine[Any, Any, T]) -> T:
+    """Run `work`; rubricflow errors become a message and exit 2, never a traceback."""
+    with user_errors():
+        return asyncio.run(work)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def run_with_store(
+    db: str | None, work: Callable[[Store], Awaitable[T]], *, upgrade: bool = False
+) -> T:
+    """Open the store, run `work(store)`, close it; store errors become a message and exit 2."""
+    from rubricflow.store import Store
+
+    async def main() -> T:
+        store = await Store.open(db, upgrade=upgrade)
+        try:
+            return await work(store)
+        finally:
+            await store.close()
+
+    try:
+        return asyncio.run(main())
+    except RubricflowError as error:
+        fail(str(error))
+
+
+def plugin_manager() -> PluginRegistry:
+    """The plugin registry with every installed plugin; a broken plugin is a clear error."""
+    from rubricflow.plugins import create_plugin_manager
+
+    with user_errors():
+        return create_plugin_manager()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+# --- output ----------------------------------------------------------------------------------
+def table(*headers: str) -> Table:
+    """A table whose cells wrap instead of being cut off, so ids stay copyable."""
+    made = Table()
+    for header in headers:
+        made.add_column(header, overflow="fold")
+    return made
+
+
+def print_json(value: Any) -> None:
+    out.print_json(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def usage_text(usage: dict[str, Any]) -> str:
+    """`3 LLM calls (2 cached), 1,234 input + 56 output tokens, cost 0.0012`."""
+    calls, hits = usage.get("llm_calls", 0), usage.get("cache_hits", 0)
+    text = f"{calls} LLM call{'s' * (calls != 1)}"
+    if hits:
+        text += f" ({hits} answered from the cache)"
+    tokens_in, tokens_out = usage.get("input_tokens", 0), usage.get("output_tokens", 0)
+    text += f", {tokens_in:,} input + {tokens_out:,} output tokens"
+    if usage.get("cost") is not None:
+        text += f", cost {usage['cost']:.4g}"
+    return text
+
+
+def actor_default() -> str:
+    """Who runs the command: the user name, else `cli`."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "cli"
+
+
+def read_content(path: Path) -> Any:
+    """Content from a file (an artifact's, or a JSON Schema): JSON or YAML documents are
+    parsed, other text is taken as is. A file that cannot be read exits 2."""
+    from rubricflow.formats.document import parse_text
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        fail(f"{path}: cannot read: {error}")
+    if path.suffix.lower() in (".json", ".yaml", ".yml"):
+        try:
+            return parse_text(text, str(path), suffix=path.suffix)
+        except RubricflowError as error:
+            fail(str(error))
+    return text
+
+
+# --- rubric files and judges -----------------------------------------------------------------
+def pick_rubric(
+    path: Path, format: str | None, rubric_id: str | None, plugins: PluginRegistry
+) -> tuple[Rubric, str]:
+    """The one rubric of `path` (or the one named `rubric_id`) and the file's format."""
+    from rubricflow.formats.loader import load_file
+
+    with user_errors():
+        loaded = load_file(path, format=format, plugins=plugins)
+    if rubric_id is not None:
+        chosen = [r for r in loaded.rubrics if r.id == rubric_id]
+        if not chosen:
+            ids = ", ".join(r.id for r in loaded.rubrics)
+            fail(f"{path}: no rubric {rubric_id!r} in this file (it holds: {ids})")
+        return chosen[0], loaded.format
+    if len(loaded.rubrics) > 1:
+        ids = ", ".join(r.id for r in loaded.rubrics)
+        fail(f"{path}: holds {len(loaded.rubrics)} rubrics ({ids}); pick one with --rubric-id")
+    return loaded.rubrics[0], loaded.format
+
+
+def refuse_unregistered_imports(
+    rubric: Rubric, plugins: PluginRegistry, allow_import: bool
+) -> None:
+    """Exit 2 when a deterministic criterion names `module:function` code no plugin
+    registered and the user did not pass --allow-import: rubric files are data."""
+    if allow_import:
+        return
+    for index, criterion in enumerate(rubric.criteria):
+        name = criterion.scoring.function
+        unregistered = name and ":" in name and name not in plugins.functions
+        if criterion.scoring.method == "deterministic" and unregistered:
+            fail(
+                f"criteria[{index}] ({criterion.id}) names code {name!r} that no plugin "
+                "registered; rubric files are data, so rubricflow runs it only with "
+                "--allow-import (or register the function in a plugin)"
+            )
+
+
+def needs_judge(rubric: Rubric, plugins: PluginRegistry) -> list[str]:
+    """Ids of the criteria an LLM judge scores."""
+    from rubricflow.engine.executor import resolve_method
+    from rubricflow.scorers.llm import LLM_SCORER_NAMES
+
+    return [
+        c.id
+        for c in rubric.criteria
+        if resolve_method(c) in LLM_SCORER_NAMES and resolve_method(c) in plugins.scorers
+    ]
+
+
+def judge_session(
+    rubric: Rubric,
+    plugins: PluginRegistry,
+    spec: str | None,
+    *,
+    allow_import: bool,
+    no_cache: bool,
+    feedback: bool,
+) -> LLMSession:
+    """The judge session for `eval` and `calibrate`; exits 2 with a clear message when the
+    rubric needs a judge (or --llm names one) that cannot be set up."""
+    from rubricflow.llm.session import LLMSession
+
+    session = LLMSession(
+        spec,
+        plugins=plugins,
+        allow_import=allow_import,
+        cache=None if no_cache else "default",
+    )
+    judged = needs_judge(rubric, plugins)
+    if spec is not None or judged or feedback:
+        try:
+            session.provider_now()
+        except RubricflowError as error:
+            if judged:
+                shown = ", ".join(judged[:5]) + (" ..." if len(judged) > 5 else "")
+                fail(f"criteria {shown} are judged by an LLM: {error}")
+            fail(str(error))
+    return session
+
+
+# --- options ---------------------------------------------------------------------------------
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db", help="Database URL or SQLite file (default: $RUBRICFLOW_DB or ./rubricflow.db)."
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+ActorOption = Annotated[
+    str | None, typer.Option("--actor", help="Who does this (default: your user name).")
+]
+LLMOption = Annotated[
+    str | None,
+    typer.Option(
+        "--llm",
+        metavar="SPEC",
+        help="LLM judge: openai:MODEL[@URL], anthropic:MODEL, ollama:MODEL[@URL], local, "
+        "python:module:function (default: $RUBRICFLOW_LLM).",
+    ),
+]
+NoCacheOption = Annotated[
+    bool, typer.Option("--no-cache", help="Ask the judge again; do not use cached answers.")
+]
+SamplesOption = Annotated[
+    int | None,
+    typer.Option(
+        "--samples", min=1, help="Judge each LLM criterion N times (majority vote / mean)."
+    ),
+]
+ConcurrencyOption = Annotated[
+    int, typer.Option("--concurrency", "-c", min=1, help="Criteria scored at once per target.")
+]
+AllowImportOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-import",
+        help="Let the rubric's deterministic criteria import `module:function` code.",
+    ),
+]
+FormatOption = Annotated[
+    str | None, typer.Option("--format", "-f", help="Rubric format (default: detect).")
+]
+RubricIdOption = Annotated[
+    str | None, typer.Option("--rubric-id", help="Which rubric, when the file holds several.")
+]

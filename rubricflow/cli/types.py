@@ -1,0 +1,136 @@
+"""`rubricflow types ...`: define artifact types: which rubrics review them, and how."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+
+from rubricflow.cli.shared import (
+    DbOption,
+    JsonOption,
+    fail,
+    out,
+    print_json,
+    read_content,
+    run_with_store,
+)
+
+if TYPE_CHECKING:
+    from rubricflow.review import ArtifactRegistry
+    from rubricflow.store import Store
+
+__all__ = ["types_app"]
+
+
+def _registry(store: Store) -> ArtifactRegistry:
+    from rubricflow.review import ArtifactRegistry
+
+    return ArtifactRegistry(store)
+
+
+types_app = typer.Typer(
+    help="Define artifact types: which rubrics review them, and how.", no_args_is_help=True
+)
+
+
+@types_app.command("set")
+def types_set(
+    name: Annotated[str, typer.Argument(metavar="TYPE", help="The artifact type's name.")],
+    rubric: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--rubric", "-r", help="A rubric reviewing this type: ID (latest) or ID@VERSION."
+        ),
+    ] = None,
+    blocking: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--blocking", help="A rubric whose failure rejects instead of asking for revision."
+        ),
+    ] = None,
+    auto_review: Annotated[
+        bool, typer.Option("--auto-review/--no-auto-review", help="Review on submit.")
+    ] = True,
+    requires_approval: Annotated[
+        bool,
+        typer.Option("--requires-approval", help="A passing review waits for a human approve."),
+    ] = False,
+    approval_threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--approval-threshold", min=0.0, max=1.0, help="Overrides the rubrics' pass thresholds."
+        ),
+    ] = None,
+    content_schema: Annotated[
+        Path | None,
+        typer.Option("--content-schema", help="JSON Schema file the content must match."),
+    ] = None,
+    description: Annotated[str, typer.Option("--description", help="What this type is.")] = "",
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Define or replace an artifact type."""
+    from rubricflow.review import ArtifactType, RubricBinding
+
+    # `--blocking ID` marks a rubric given with `--rubric` as blocking (or binds it, blocking)
+    bindings = {b.rubric_id: b for b in (RubricBinding.parse(spec) for spec in rubric or [])}
+    for spec in blocking or []:
+        marked = RubricBinding.parse(spec, blocking=True)
+        known = bindings.get(marked.rubric_id)
+        version = marked.version or (known.version if known else None)
+        bindings[marked.rubric_id] = marked.model_copy(update={"version": version})
+    schema = read_content(content_schema) if content_schema is not None else None
+    if schema is not None and not isinstance(schema, dict):
+        fail(f"{content_schema}: a content schema is a JSON/YAML object")
+    artifact_type = ArtifactType(
+        name=name,
+        rubrics=tuple(bindings.values()),
+        auto_review=auto_review,
+        requires_approval=requires_approval,
+        approval_threshold=approval_threshold,
+        content_schema=schema,
+        description=description,
+    )
+    saved = run_with_store(db, lambda store: _registry(store).set_type(artifact_type))
+    if as_json:
+        print_json(saved.model_dump(mode="json"))
+    else:
+        bound = ", ".join(escape(str(b)) for b in saved.rubrics) or "no rubrics"
+        out.print(f"type {escape(name)}: {bound}")
+
+
+@types_app.command("show")
+def types_show(
+    name: Annotated[str, typer.Argument(metavar="TYPE", help="The artifact type's name.")],
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """One artifact type."""
+    artifact_type = run_with_store(db, lambda store: _registry(store).get_type(name))
+    if as_json:
+        print_json(artifact_type.model_dump(mode="json"))
+        return
+    out.print(f"type {escape(artifact_type.name)}")
+    for binding in artifact_type.rubrics:
+        out.print(f"  rubric {escape(str(binding))}{' (blocking)' if binding.blocking else ''}")
+    out.print(
+        f"  auto_review={artifact_type.auto_review} "
+        f"requires_approval={artifact_type.requires_approval} "
+        f"approval_threshold={artifact_type.approval_threshold} "
+        f"content_schema={'yes' if artifact_type.content_schema else 'no'}"
+    )
+
+
+@types_app.command("list")
+def types_list(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Every artifact type."""
+    found = run_with_store(db, lambda store: _registry(store).list_types())
+    if as_json:
+        print_json({"types": [t.model_dump(mode="json") for t in found]})
+        return
+    for artifact_type in found:
+        rubrics = ", ".join(str(b) for b in artifact_type.rubrics)
+        out.print(f"{escape(artifact_type.name)}: {escape(rubrics)}")

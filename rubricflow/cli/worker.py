@@ -1,0 +1,62 @@
+"""`rubricflow worker`: review the artifacts waiting in pending_review."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from rubricflow.cli.shared import DbOption, JsonOption, out, print_json, run_with_store
+
+if TYPE_CHECKING:
+    from rubricflow.review.worker import WorkerStats
+    from rubricflow.store import Store
+
+__all__ = ["worker_command"]
+
+
+def worker_command(
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-c", min=1, help="Reviews at once.")
+    ] = 1,
+    once: Annotated[
+        bool, typer.Option("--once", help="Review everything waiting, then exit.")
+    ] = False,
+    lease: Annotated[
+        float, typer.Option("--lease", min=1.0, help="Seconds a claimed review stays ours.")
+    ] = 300.0,
+    poll: Annotated[
+        float, typer.Option("--poll", min=0.05, help="Seconds between looks at the queue.")
+    ] = 1.0,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Review artifacts waiting in pending_review until stopped (SIGTERM finishes in-flight
+    reviews), or with --once until nothing is waiting."""
+    from rubricflow.review import ArtifactRegistry
+    from rubricflow.review.worker import Worker
+
+    async def work(store: Store) -> WorkerStats:
+        async with ArtifactRegistry(store, lease_seconds=lease) as registry:
+            worker = Worker(registry, concurrency=concurrency, poll_interval=poll)
+            worker.install_signal_handlers()
+            return await worker.run(once=once)
+
+    stats = run_with_store(db, work)
+    summary = {
+        "reviewed": stats.reviewed,
+        "approved": stats.approved,
+        "outcomes": stats.outcomes,
+        "lost_races": stats.lost_races,
+        "errors": stats.errors,
+    }
+    if as_json:
+        print_json(summary)
+    else:
+        outcomes = ", ".join(f"{k} {v}" for k, v in sorted(stats.outcomes.items()))
+        out.print(
+            f"reviewed {stats.reviewed} artifact{'s' * (stats.reviewed != 1)}"
+            + (f": {outcomes}" if outcomes else "")
+            + (f"; {stats.lost_races} taken by another worker" if stats.lost_races else "")
+            + (f"; {stats.errors} error(s)" if stats.errors else "")
+        )
