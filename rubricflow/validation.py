@@ -18,14 +18,22 @@ from rubricflow.errors import (
     RubricLoadError,
     RubricValidationError,
 )
-from rubricflow.formats.document import read_document
+from rubricflow.formats.document import parse_text, read_document
 from rubricflow.formats.loader import detect_format, load_document
 from rubricflow.model import Rubric
 
 if TYPE_CHECKING:
     from rubricflow.plugins import PluginRegistry
 
-__all__ = ["FileReport", "RubricReport", "lint_file", "lint_rubric", "validate_file"]
+__all__ = [
+    "FileReport",
+    "RubricReport",
+    "lint_file",
+    "lint_rubric",
+    "validate_document",
+    "validate_file",
+    "validate_text",
+]
 
 LLM_METHODS = ("llm", "llm_verdict", "llm_decode", "llm_score", "llm_oneshot")
 
@@ -141,17 +149,63 @@ def validate_file(
     format even when the rubric in it is invalid, so a reader knows which rules applied.
     """
     source = str(path)
-    report = FileReport(source)
     try:
         document = read_document(path)
+    except (RubricValidationError, RubricLoadError) as error:
+        return _unreadable(source, error)
+    return validate_document(
+        document,
+        source=source,
+        base_dir=Path(path).resolve().parent,
+        format=format,
+        plugins=plugins,
+    )
+
+
+def _unreadable(source: str, error: RubricValidationError | RubricLoadError) -> FileReport:
+    """The report of a document that could not be read or parsed."""
+    report = FileReport(source)
+    if isinstance(error, RubricValidationError):
+        report.errors.extend(error.problems)
+    else:
+        report.errors.append(Problem("", error.detail))
+    return report
+
+
+def validate_text(
+    text: str,
+    *,
+    source: str = "<text>",
+    suffix: str = "",
+    format: str | None = None,
+    plugins: PluginRegistry | None = None,
+) -> FileReport:
+    """`validate_file` for a rubric given as text (an upload, a request body): `source`
+    names it in messages, `suffix` (`.json`, `.yaml`) says how to parse it. A rubric
+    given as text cannot refer to files next to it (a JSON Schema by `schema_ref`)."""
+    try:
+        document = parse_text(text, source, suffix=suffix)
+    except (RubricValidationError, RubricLoadError) as error:
+        return _unreadable(source, error)
+    return validate_document(document, source=source, format=format, plugins=plugins)
+
+
+def validate_document(
+    document: Any,
+    *,
+    source: str,
+    base_dir: Path | None = None,
+    format: str | None = None,
+    plugins: PluginRegistry | None = None,
+) -> FileReport:
+    """Check one parsed document: format detection, loading, model rules and the
+    meta-rubric. Never raises for a bad rubric: problems land in `errors`."""
+    report = FileReport(source)
+    try:
         name = format or detect_format(document, plugins=plugins, source=source).name
         report.format = name
         loaded = load_document(
-            document,
-            format=name,
-            source=source,
-            base_dir=Path(path).resolve().parent,
-            plugins=plugins,
+            document, format=name, source=source, base_dir=base_dir, plugins=plugins
         )
     except RubricValidationError as error:
         report.errors.extend(error.problems)

@@ -63,3 +63,12 @@ def test_cli_example_prints_json_for_the_leaky_reply() -> None:
     assert done.returncode == 1
     (line,) = done.stdout.splitlines()
     assert json.loads(line)["verdict"] == "fail"
+
+
+def test_every_docs_page_is_named_in_the_index_and_the_readme() -> None:
+    pages = sorted(p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md"))
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    missing_in_index = [p for p in pages if p != "index.md" and f"]({p})" not in index]
+    missing_in_readme = [p for p in pages if f"](docs/{p})" not in README]
+    assert not missing_in_index, f"docs/index.md does not link {missing_in_index}"
+    assert not missing_in_readme, f"README.md's documentation list misses {missing_in_readme}"

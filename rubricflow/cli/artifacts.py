@@ -19,14 +19,14 @@ from rubricflow.cli.shared import (
     out,
     print_json,
     read_content,
-    run_with_store,
+    run_with_app,
     table,
 )
 from rubricflow.errors import IllegalTransitionError, ReviewError
 
 if TYPE_CHECKING:
-    from rubricflow.review import Artifact, ArtifactRegistry, ReviewOutcome
-    from rubricflow.store import Store
+    from rubricflow.application import Application
+    from rubricflow.review import Artifact, ReviewOutcome
 
 T = TypeVar("T")
 
@@ -37,24 +37,18 @@ artifacts_app = typer.Typer(
 )
 
 
-def _registry(store: Store) -> ArtifactRegistry:
-    from rubricflow.review import ArtifactRegistry
-
-    return ArtifactRegistry(store)
-
-
-def _run_transition(db: str | None, work: Callable[[Store], Awaitable[T]]) -> T:
-    """`run_with_store` for commands that move an artifact: a refused trigger is told as a
+def _run_transition(db: str | None, work: Callable[[Application], Awaitable[T]]) -> T:
+    """`run_with_app` for commands that move an artifact: a refused trigger is told as a
     person needs it (what they can do, and what to do about a review in progress) rather
     than as the machine's full list of triggers."""
 
-    async def told(store: Store) -> T:
+    async def told(app: Application) -> T:
         try:
-            return await work(store)
+            return await work(app)
         except IllegalTransitionError as error:
-            raise ReviewError(await _registry(store).explain_refusal(error)) from None
+            raise ReviewError(await app.artifacts.explain_refusal(error)) from None
 
-    return run_with_store(db, told)
+    return run_with_app(db, told)
 
 
 def _artifact_json(artifact: Artifact) -> dict[str, Any]:
@@ -85,9 +79,9 @@ def artifacts_create(
 ) -> None:
     """Create an artifact in draft."""
     content = read_content(path)
-    artifact = run_with_store(
+    artifact = run_with_app(
         db,
-        lambda store: _registry(store).create(
+        lambda app: app.artifacts.create(
             type_name,
             content,
             actor=actor or actor_default(),
@@ -129,13 +123,12 @@ def artifacts_submit(
     who = actor or actor_default()
     content = read_content(Path(target)) if type_name is not None else None
 
-    async def work(store: Store) -> ReviewOutcome:
-        async with _registry(store) as registry:
-            artifact_id = target
-            if type_name is not None:
-                created = await registry.create(type_name, content, actor=who, title=title)
-                artifact_id = created.id
-            return await registry.submit_for_review(artifact_id, actor=who, defer=defer)
+    async def work(app: Application) -> ReviewOutcome:
+        artifact_id = target
+        if type_name is not None:
+            created = await app.artifacts.create(type_name, content, actor=who, title=title)
+            artifact_id = created.id
+        return await app.artifacts.submit_for_review(artifact_id, actor=who, defer=defer)
 
     outcome = _run_transition(db, work)
     if as_json:
@@ -157,7 +150,7 @@ def artifacts_show(
     as_json: JsonOption = False,
 ) -> None:
     """An artifact's state and current content."""
-    artifact = run_with_store(db, lambda store: _registry(store).get(artifact_id))
+    artifact = run_with_app(db, lambda app: app.artifacts.get(artifact_id))
     if as_json:
         print_json(_artifact_json(artifact))
         return
@@ -184,9 +177,9 @@ def artifacts_list(
 
     if status is not None and status not in STATES:
         fail(f"--status {status!r} is not a state; use one of {', '.join(STATES)}")
-    found = run_with_store(
+    found = run_with_app(
         db,
-        lambda store: _registry(store).list_artifacts(
+        lambda app: app.artifacts.list_artifacts(
             type_name=type_name, status=status, limit=limit, offset=offset
         ),
     )
@@ -214,7 +207,7 @@ def artifacts_history(
     as_json: JsonOption = False,
 ) -> None:
     """Every transition of an artifact, with who, why and which evaluations."""
-    events = run_with_store(db, lambda store: _registry(store).history(artifact_id))
+    events = run_with_app(db, lambda app: app.artifacts.history(artifact_id))
     if as_json:
         print_json({"events": [e.to_dict() for e in events]})
         return
@@ -238,7 +231,7 @@ def artifacts_evaluations(
     as_json: JsonOption = False,
 ) -> None:
     """The evaluations stored for an artifact."""
-    found = run_with_store(db, lambda store: _registry(store).evaluations(artifact_id, revision))
+    found = run_with_app(db, lambda app: app.artifacts.evaluations(artifact_id, revision))
     if as_json:
         print_json({"evaluations": [e.to_dict() for e in found]})
         return
@@ -260,7 +253,7 @@ def artifacts_revise(
     content = read_content(path)
     artifact = _run_transition(
         db,
-        lambda store: _registry(store).revise(
+        lambda app: app.artifacts.revise(
             artifact_id, content, actor=actor or actor_default(), reason=reason
         ),
     )
@@ -289,8 +282,8 @@ def _decision(name: str, help_text: str, needs_reason: bool) -> None:
             fail(f"{name} needs --reason: human decisions are on the record")
         who = actor or actor_default()
 
-        async def work(store: Store) -> Artifact:
-            decide: Callable[..., Awaitable[Artifact]] = getattr(_registry(store), name)
+        async def work(app: Application) -> Artifact:
+            decide: Callable[..., Awaitable[Artifact]] = getattr(app.artifacts, name)
             return await decide(artifact_id, actor=who, reason=reason)
 
         artifact = _run_transition(db, work)
@@ -329,7 +322,7 @@ def artifacts_supersede(
         fail("supersede needs --reason: human decisions are on the record")
     who = actor or actor_default()
     artifact = _run_transition(
-        db, lambda store: _registry(store).supersede(artifact_id, actor=who, reason=reason, by=by)
+        db, lambda app: app.artifacts.supersede(artifact_id, actor=who, reason=reason, by=by)
     )
     if as_json:
         print_json(_artifact_json(artifact))

@@ -14,7 +14,7 @@ from rubricflow.cli.shared import (
     fail,
     out,
     print_json,
-    run_with_store,
+    run_with_app,
     table,
 )
 from rubricflow.errors import ConfigurationError
@@ -88,9 +88,7 @@ def evaluations_list(
         )
     except ConfigurationError as error:
         fail(str(error))
-    found = run_with_store(
-        db, lambda store: store.evaluations.query(chosen, limit=limit, offset=offset)
-    )
+    found = run_with_app(db, lambda app: app.evaluations.query(chosen, limit=limit, offset=offset))
     if as_json:
         print_json({"evaluations": [_evaluation_summary(e) for e in found]})
         return
@@ -115,7 +113,7 @@ def evaluations_show(
     as_json: JsonOption = False,
 ) -> None:
     """One stored evaluation with every criterion result and its feedback."""
-    evaluation = run_with_store(db, lambda store: store.evaluations.get(evaluation_id))
+    evaluation = run_with_app(db, lambda app: app.evaluations.get(evaluation_id))
     if as_json:
         print_json(evaluation.to_dict())
         return

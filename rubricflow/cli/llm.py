@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from rubricflow.cli.shared import err, fail, out
+from rubricflow.cli.shared import err, fail, out, run_with_app
 from rubricflow.errors import RubricflowError
 
 if TYPE_CHECKING:
@@ -160,20 +160,13 @@ def _hint_at_the_store() -> None:
 
 def _store_cache(db: str | None, *, clear: bool, as_json: bool) -> None:
     """`llm cache --db URL` / `--store`: the store's judge cache, shown or cleared."""
-    from rubricflow.store import Store
     from rubricflow.store.url import existing_store_url
 
-    async def run() -> dict[str, Any]:
-        store = await Store.open(existing_store_url(db))
-        try:
-            return await _cleared_stats(store.judge_cache, clear=clear)
-        finally:
-            await store.close()
-
     try:
-        stats = asyncio.run(run())
+        url = existing_store_url(db)
     except RubricflowError as error:
         fail(str(error))
+    stats = run_with_app(url, lambda app: app.judge_cache_stats(clear=clear))
     _show_cache_stats(
         stats,
         f"judge cache in {escape(stats['db'])}: {stats['entries']} answer(s), "

@@ -15,14 +15,14 @@ from rubricflow.cli.shared import (
     fail,
     out,
     print_json,
-    run_with_store,
+    run_with_app,
     table,
 )
 from rubricflow.errors import RubricflowError
 
 if TYPE_CHECKING:
+    from rubricflow.application import Application
     from rubricflow.model import Rubric
-    from rubricflow.store import Store
 
 __all__ = ["rubrics_app"]
 
@@ -59,7 +59,7 @@ def rubrics_register(
         fail(str(error))
 
     pairs = [(rubric, item.format) for item in loaded for rubric in item.rubrics]
-    results = run_with_store(db, lambda store: store.rubrics.register_pairs(pairs))
+    results = run_with_app(db, lambda app: app.rubrics.register_pairs(pairs))
     if as_json:
         print_json(
             {"registered": [{**_rubric_summary(r.rubric), "created": r.created} for r in results]}
@@ -80,12 +80,12 @@ def rubrics_list(
 ) -> None:
     """The latest version of every registered (not deleted) rubric."""
 
-    async def work(store: Store) -> list[Rubric]:
+    async def work(app: Application) -> list[Rubric]:
         if target_type is not None:
-            return list(await store.rubrics.get_for_target(target_type))
-        return list(await store.rubrics.list_latest())
+            return list(await app.rubrics.get_for_target(target_type))
+        return list(await app.rubrics.list_latest())
 
-    rubrics = run_with_store(db, work)
+    rubrics = run_with_app(db, work)
     if as_json:
         print_json({"rubrics": [_rubric_summary(r) for r in rubrics]})
         return
@@ -111,7 +111,7 @@ def rubrics_show(
     """Print a rubric (the latest version unless --version) as native YAML or JSON."""
     from rubricflow.formats.native import dump_stored_rubric, stored_rubric_document
 
-    rubric = run_with_store(db, lambda store: store.rubrics.get(rubric_id, version))
+    rubric = run_with_app(db, lambda app: app.rubrics.get(rubric_id, version))
     if as_json:
         print_json(stored_rubric_document(rubric))
     else:
@@ -125,7 +125,7 @@ def rubrics_history(
     as_json: JsonOption = False,
 ) -> None:
     """Every stored version of a rubric, lowest to highest."""
-    infos = run_with_store(db, lambda store: store.rubrics.history(rubric_id))
+    infos = run_with_app(db, lambda app: app.rubrics.history(rubric_id))
     if as_json:
         print_json({"versions": [info.to_dict() for info in infos]})
         return
@@ -144,8 +144,47 @@ def rubrics_delete(
     as_json: JsonOption = False,
 ) -> None:
     """Hide a rubric from latest lookups; its versions stay readable for audit."""
-    run_with_store(db, lambda store: store.rubrics.delete(rubric_id))
+    run_with_app(db, lambda app: app.rubrics.delete(rubric_id))
     if as_json:
         print_json({"deleted": rubric_id})
     else:
         out.print(f"deleted {escape(rubric_id)} (versions kept; register a new version to restore)")
+
+
+@rubrics_app.command("diff")
+def rubrics_diff(
+    rubric_id: Annotated[str, typer.Argument(metavar="ID", help="The rubric's id.")],
+    before: Annotated[
+        str | None,
+        typer.Option("--from", help="The older version (default: the one below --to)."),
+    ] = None,
+    after: Annotated[
+        str | None, typer.Option("--to", help="The newer version (default: the highest).")
+    ] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """What changed between two stored versions of a rubric, field by field, and whether
+    any change can move a score (default: the two highest versions)."""
+    diff = run_with_app(db, lambda app: app.diff_rubric(rubric_id, before, after))
+    if as_json:
+        print_json(diff.to_dict())
+        return
+    if diff.identical:
+        verdict = "identical"
+    elif diff.scoring_changed:
+        verdict = "[bold]scoring changed[/bold]"
+    else:
+        verdict = "wording only"
+    out.print(
+        f"{escape(diff.rubric_id)} {escape(diff.before_version)} -> "
+        f"{escape(diff.after_version)}: {verdict}"
+    )
+    for field in diff.rubric_fields:
+        out.print(f"  {escape(str(field))}")
+    for criterion in diff.criteria:
+        out.print(f"  criterion {escape(criterion.criterion_id)}: {criterion.change}")
+        for field in criterion.fields:
+            out.print(f"    {escape(str(field))}")
+    if diff.reordered:
+        out.print("  criteria reordered")

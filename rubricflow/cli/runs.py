@@ -12,14 +12,14 @@ from rubricflow.cli.shared import (
     JsonOption,
     out,
     print_json,
-    run_with_store,
+    run_with_app,
     table,
     usage_text,
 )
 
 if TYPE_CHECKING:
+    from rubricflow.application import Application
     from rubricflow.runs import RunData, RunInfo, RunSummary
-    from rubricflow.store import Store
 
 __all__ = ["runs_app"]
 
@@ -38,11 +38,11 @@ def list_runs(
 ) -> None:
     """The newest runs first: id, rubric, status, when, and how many targets passed."""
 
-    async def work(store: Store) -> list[tuple[RunInfo, RunSummary]]:
+    async def work(app: Application) -> list[tuple[RunInfo, RunSummary]]:
         # the figures come from SQL aggregates: no evaluation document is read
-        return [(o.info, o.summary) for o in await store.runs.overviews(limit=limit)]
+        return [(o.info, o.summary) for o in await app.run_overviews(limit=limit)]
 
-    rows = run_with_store(db, work)
+    rows = run_with_app(db, work)
     if as_json:
         print_json([{**info.to_dict(), "summary": s.to_dict()} for info, s in rows])
         return
@@ -69,18 +69,18 @@ def show_run(
     """One run: its options, verdict counts, scores, per-criterion pass rates, LLM usage."""
     from rubricflow.runs import summarize
 
-    async def work(store: Store) -> RunData:
+    async def work(app: Application) -> RunData:
         chosen = run_id
         if run_id == "latest":
-            latest = await store.runs.latest()
+            latest = await app.runs.latest()
             if latest is None:
                 from rubricflow.errors import NotFoundError
 
                 raise NotFoundError("the store holds no run yet; start one with `rubricflow eval`")
             chosen = latest.id
-        return await store.runs.load(chosen)
+        return await app.runs.load(chosen)
 
-    run = run_with_store(db, work)
+    run = run_with_app(db, work)
     summary = summarize(run.evaluations)
     if as_json:
         print_json({**run.info.to_dict(), "summary": summary.to_dict()})

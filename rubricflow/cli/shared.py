@@ -19,10 +19,10 @@ from rich.table import Table
 from rubricflow.errors import RubricflowError
 
 if TYPE_CHECKING:
+    from rubricflow.application import Application
     from rubricflow.llm.session import LLMSession
     from rubricflow.model import Rubric
     from rubricflow.plugins import PluginRegistry
-    from rubricflow.store import Store
 
 __all__ = [
     "EXIT_FAILED",
@@ -52,7 +52,7 @@ __all__ = [
     "read_content",
     "refuse_unregistered_imports",
     "run_async",
-    "run_with_store",
+    "run_with_app",
     "table",
     "usage_text",
     "user_errors",
@@ -95,18 +95,22 @@ def run_async(work: Coroutine[Any, Any, T]) -> T:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def run_with_store(
-    db: str | None, work: Callable[[Store], Awaitable[T]], *, upgrade: bool = False
+def run_with_app(
+    db: str | None,
+    work: Callable[[Application], Awaitable[T]],
+    *,
+    upgrade: bool = False,
+    lease_seconds: float | None = None,
 ) -> T:
-    """Open the store, run `work(store)`, close it; store errors become a message and exit 2."""
-    from rubricflow.store import Store
+    """Open the application core over the store at `db`, run `work(app)`, close it;
+    rubricflow errors become a message and exit 2."""
+    from rubricflow.application import Application
 
     async def main() -> T:
-        store = await Store.open(db, upgrade=upgrade)
-        try:
-            return await work(store)
-        finally:
-            await store.close()
+        async with await Application.open(
+            db, upgrade=upgrade, lease_seconds=lease_seconds
+        ) as application:
+            return await work(application)
 
     try:
         return asyncio.run(main())

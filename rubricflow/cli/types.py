@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -15,20 +15,10 @@ from rubricflow.cli.shared import (
     out,
     print_json,
     read_content,
-    run_with_store,
+    run_with_app,
 )
 
-if TYPE_CHECKING:
-    from rubricflow.review import ArtifactRegistry
-    from rubricflow.store import Store
-
 __all__ = ["types_app"]
-
-
-def _registry(store: Store) -> ArtifactRegistry:
-    from rubricflow.review import ArtifactRegistry
-
-    return ArtifactRegistry(store)
 
 
 types_app = typer.Typer(
@@ -94,7 +84,7 @@ def types_set(
         content_schema=schema,
         description=description,
     )
-    saved = run_with_store(db, lambda store: _registry(store).set_type(artifact_type))
+    saved = run_with_app(db, lambda app: app.artifacts.set_type(artifact_type))
     if as_json:
         print_json(saved.model_dump(mode="json"))
     else:
@@ -109,7 +99,7 @@ def types_show(
     as_json: JsonOption = False,
 ) -> None:
     """One artifact type."""
-    artifact_type = run_with_store(db, lambda store: _registry(store).get_type(name))
+    artifact_type = run_with_app(db, lambda app: app.artifacts.get_type(name))
     if as_json:
         print_json(artifact_type.model_dump(mode="json"))
         return
@@ -127,7 +117,7 @@ def types_show(
 @types_app.command("list")
 def types_list(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Every artifact type."""
-    found = run_with_store(db, lambda store: _registry(store).list_types())
+    found = run_with_app(db, lambda app: app.artifacts.list_types())
     if as_json:
         print_json({"types": [t.model_dump(mode="json") for t in found]})
         return

@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rubricflow.cli.shared import DbOption, JsonOption, out, print_json, run_with_store
+from rubricflow.cli.shared import DbOption, JsonOption, out, print_json, run_with_app
 
 if TYPE_CHECKING:
+    from rubricflow.application import Application
     from rubricflow.review.worker import WorkerStats
-    from rubricflow.store import Store
 
 __all__ = ["worker_command"]
 
@@ -33,16 +33,14 @@ def worker_command(
 ) -> None:
     """Review artifacts waiting in pending_review until stopped (SIGTERM finishes in-flight
     reviews), or with --once until nothing is waiting."""
-    from rubricflow.review import ArtifactRegistry
     from rubricflow.review.worker import Worker
 
-    async def work(store: Store) -> WorkerStats:
-        async with ArtifactRegistry(store, lease_seconds=lease) as registry:
-            worker = Worker(registry, concurrency=concurrency, poll_interval=poll)
-            worker.install_signal_handlers()
-            return await worker.run(once=once)
+    async def work(app: Application) -> WorkerStats:
+        worker = Worker(app.artifacts, concurrency=concurrency, poll_interval=poll)
+        worker.install_signal_handlers()
+        return await worker.run(once=once)
 
-    stats = run_with_store(db, work)
+    stats = run_with_app(db, work, lease_seconds=lease)
     summary = {
         "reviewed": stats.reviewed,
         "approved": stats.approved,

@@ -14,7 +14,15 @@ from rubricflow.runs import RunData, RunInfo, read_results_file
 if TYPE_CHECKING:
     from rubricflow.store import Store
 
-__all__ = ["LATEST", "artifact_run", "looks_like_path", "open_existing_store", "resolve_run"]
+__all__ = [
+    "LATEST",
+    "artifact_run",
+    "looks_like_path",
+    "open_existing_store",
+    "resolve_run",
+    "stored_artifact_run",
+    "stored_run",
+]
 
 LATEST = "latest"
 _RESULT_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jl")
@@ -64,39 +72,49 @@ async def resolve_run(spec: str, db: str | None = None) -> RunData:
         )
     store = await open_existing_store(db)
     try:
-        if spec == LATEST:
-            latest = await store.runs.latest()
-            if latest is None:
-                raise NotFoundError(
-                    f"no runs in {store.database.display_url}; record one with "
-                    "`rubricflow eval RUBRIC TARGETS --db URL`"
-                )
-            spec = latest.id
-        return await store.runs.load(spec)
+        return await stored_run(store, spec)
     finally:
         await store.close()
 
 
+async def stored_run(store: Store, run_id: str) -> RunData:
+    """A run in `store` by its id, or the newest with `latest`."""
+    if run_id == LATEST:
+        latest = await store.runs.latest()
+        if latest is None:
+            raise NotFoundError(
+                f"no runs in {store.database.display_url}; record one with "
+                "`rubricflow eval RUBRIC TARGETS --db URL`"
+            )
+        run_id = latest.id
+    return await store.runs.load(run_id)
+
+
 async def artifact_run(artifact_id: str, db: str | None = None) -> RunData:
+    """`stored_artifact_run` in the store at `db` (which must exist)."""
+    store = await open_existing_store(db)
+    try:
+        return await stored_artifact_run(store, artifact_id)
+    finally:
+        await store.close()
+
+
+async def stored_artifact_run(store: Store, artifact_id: str) -> RunData:
     """Every stored evaluation of one artifact (each revision under each rubric version,
     incomplete attempts too), oldest first, as a run. Each row's target id names the
     artifact, the revision and the rubric: `ID r2 rubric@1.0.0`."""
     from rubricflow.store.artifacts import ArtifactRepository
 
-    store = await open_existing_store(db)
-    try:
-        artifact = await ArtifactRepository(store.database).get(artifact_id)
-        evaluations = list(
-            reversed(await store.evaluations.query(artifact_id=artifact_id, limit=100_000))
-        )
-        revisions: dict[str, int] = {}
-        for revision in range(1, artifact.revision + 1):
-            for evaluation_id in await store.evaluations.ids(
-                artifact_id=artifact_id, revision=revision
-            ):
-                revisions[evaluation_id] = revision
-    finally:
-        await store.close()
+    artifact = await ArtifactRepository(store.database).get(artifact_id)
+    evaluations = list(
+        reversed(await store.evaluations.query(artifact_id=artifact_id, limit=100_000))
+    )
+    revisions: dict[str, int] = {}
+    for revision in range(1, artifact.revision + 1):
+        for evaluation_id in await store.evaluations.ids(
+            artifact_id=artifact_id, revision=revision
+        ):
+            revisions[evaluation_id] = revision
     if not evaluations:
         raise NotFoundError(
             f"artifact {artifact_id!r} has no stored evaluations; review it first "

@@ -1,0 +1,290 @@
+"""The application core: every operation a front door offers, as typed async calls over
+one store and one plugin registry.
+
+The CLI, the HTTP API, the MCP server, the reward adapters and the pytest plugin all
+call this, so an operation behaves the same whichever door it came through. A front
+door parses its input, calls one or a few of these methods, and presents the result;
+it decides nothing itself. The artifact lifecycle is `Application.artifacts` (an
+`ArtifactRegistry`); the rubric registry, evaluations, runs and the judge cache are the
+store's repositories, reachable as `rubrics`, `evaluations`, `runs` and `judge_cache`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rubricflow.errors import NotFoundError
+from rubricflow.store import Store
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from rubricflow.compare import RunComparison
+    from rubricflow.model import Rubric
+    from rubricflow.plugins import PluginRegistry
+    from rubricflow.results import Evaluation, Target
+    from rubricflow.review import ArtifactRegistry
+    from rubricflow.rubric_diff import RubricDiff
+    from rubricflow.runs import RunData
+    from rubricflow.store.evaluations import Bucket, CriterionPassRate, EvaluationStore, JudgeUsage
+    from rubricflow.store.rubrics import RegisteredRubric, RubricRegistry
+    from rubricflow.store.runs import RunOverview, RunStore
+    from rubricflow.validation import FileReport
+
+__all__ = ["Application"]
+
+
+class Application:
+    """One store, one plugin registry, and the operations over them.
+
+    Open it with `Application.open(db)` (and close it, or use `async with`), or wrap a
+    store you already hold with `Application(store)`; then the caller closes the store.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        plugins: PluginRegistry | None = None,
+        lease_seconds: float | None = None,
+    ) -> None:
+        self.store = store
+        self._plugins = plugins
+        self._lease_seconds = lease_seconds
+        self._artifacts: ArtifactRegistry | None = None
+        self._owns_store = False
+
+    @property
+    def plugins(self) -> PluginRegistry:
+        """The plugin registry (made on first use: reading the store needs none)."""
+        if self._plugins is None:
+            from rubricflow.plugins import create_plugin_manager
+
+            self._plugins = create_plugin_manager()
+        return self._plugins
+
+    @property
+    def artifacts(self) -> ArtifactRegistry:
+        """The artifact lifecycle: types, artifacts, reviews and decisions."""
+        if self._artifacts is None:
+            from rubricflow.review import ArtifactRegistry
+
+            options: dict[str, Any] = {"plugins": self.plugins}
+            if self._lease_seconds is not None:
+                options["lease_seconds"] = self._lease_seconds
+            self._artifacts = ArtifactRegistry(self.store, **options)
+        return self._artifacts
+
+    @classmethod
+    async def open(
+        cls,
+        db: str | None = None,
+        *,
+        upgrade: bool = False,
+        plugins: PluginRegistry | None = None,
+        lease_seconds: float | None = None,
+    ) -> Application:
+        """The application over the store at `db` (default $RUBRICFLOW_DB, else
+        ./rubricflow.db); closing it closes the store."""
+        store = await Store.open(db, upgrade=upgrade)
+        try:
+            application = cls(store, plugins=plugins, lease_seconds=lease_seconds)
+        except BaseException:
+            await store.close()
+            raise
+        application._owns_store = True
+        return application
+
+    async def close(self) -> None:
+        if self._artifacts is not None:
+            await self._artifacts.aclose()
+        if self._owns_store:
+            await self.store.close()
+
+    async def __aenter__(self) -> Application:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def rubrics(self) -> RubricRegistry:
+        """The rubric registry."""
+        return self.store.rubrics
+
+    @property
+    def evaluations(self) -> EvaluationStore:
+        """Stored evaluations."""
+        return self.store.evaluations
+
+    @property
+    def runs(self) -> RunStore:
+        """Batch evaluation runs."""
+        return self.store.runs
+
+    # --- rubrics -----------------------------------------------------------------------------
+    async def register_rubric_files(
+        self, paths: Sequence[str | Path], *, format: str | None = None
+    ) -> list[RegisteredRubric]:
+        """Register every rubric in `paths` (any format), all in one transaction: a file
+        that does not load registers nothing."""
+        from rubricflow.formats.loader import load_file
+
+        loaded = [load_file(path, format=format, plugins=self.plugins) for path in paths]
+        pairs = [(rubric, item.format) for item in loaded for rubric in item.rubrics]
+        return list(await self.store.rubrics.register_pairs(pairs))
+
+    async def register_rubric_text(
+        self, text: str, *, source: str = "<text>", suffix: str = "", format: str | None = None
+    ) -> list[RegisteredRubric]:
+        """Register every rubric in a document given as text (YAML or JSON, any format)."""
+        from rubricflow.formats.document import parse_text
+        from rubricflow.formats.loader import detect_format, load_document
+
+        document = parse_text(text, source, suffix=suffix)
+        name = format or detect_format(document, plugins=self.plugins, source=source).name
+        loaded = load_document(document, format=name, source=source, plugins=self.plugins)
+        pairs = [(rubric, loaded.format) for rubric in loaded.rubrics]
+        return list(await self.store.rubrics.register_pairs(pairs))
+
+    async def lint_rubric_file(self, path: str | Path, *, format: str | None = None) -> FileReport:
+        """Validate a rubric file and run the meta-rubric over it (off the event loop:
+        a large rubric must not hold up a server's other requests)."""
+        from rubricflow.validation import lint_file
+
+        return await asyncio.to_thread(lint_file, path, format=format, plugins=self.plugins)
+
+    async def lint_rubric_text(
+        self, text: str, *, source: str = "<text>", suffix: str = "", format: str | None = None
+    ) -> FileReport:
+        """`lint_rubric_file` for a rubric given as text."""
+        from rubricflow.validation import validate_text
+
+        return await asyncio.to_thread(
+            validate_text, text, source=source, suffix=suffix, format=format, plugins=self.plugins
+        )
+
+    async def diff_rubric(
+        self, rubric_id: str, before: str | None = None, after: str | None = None
+    ) -> RubricDiff:
+        """What changed between two stored versions of `rubric_id`. By default `after` is
+        the highest version and `before` the one below it."""
+        from rubricflow.rubric_diff import diff_rubrics
+
+        if before is None or after is None:
+            versions = [info.version for info in await self.store.rubrics.history(rubric_id)]
+            if not versions:
+                raise NotFoundError(f"no rubric {rubric_id!r} is registered")
+            after = after or versions[-1]
+            if before is None:
+                older = versions[: versions.index(after)] if after in versions else []
+                if not older:
+                    raise NotFoundError(
+                        f"rubric {rubric_id!r} has no version before {after} to compare with; "
+                        f"stored versions: {', '.join(versions)}"
+                    )
+                before = older[-1]
+        old = await self.store.rubrics.get(rubric_id, before)
+        new = await self.store.rubrics.get(rubric_id, after)
+        return diff_rubrics(old, new)
+
+    # --- evaluation without storage ----------------------------------------------------------
+    async def evaluate(
+        self,
+        rubric: Rubric,
+        targets: Sequence[Target | Mapping[str, Any] | str],
+        *,
+        options: Mapping[str, Any] | None = None,
+        allow_import: bool = False,
+        concurrency: int | None = None,
+    ) -> list[Evaluation]:
+        """Score each target against `rubric`, in order; nothing is stored. `options`
+        carries the judge (`{"llm": spec or LLMSession}`) and its settings."""
+        from rubricflow.engine.executor import evaluate_many
+
+        extra: dict[str, Any] = {} if concurrency is None else {"concurrency": concurrency}
+        stream = evaluate_many(
+            rubric,
+            list(targets),
+            plugins=self.plugins,
+            allow_import=allow_import,
+            options=options,
+            **extra,
+        )
+        return [evaluation async for evaluation in stream]
+
+    # --- runs --------------------------------------------------------------------------------
+    async def run(self, run_id: str) -> RunData:
+        """A stored run with its evaluations, by id or `latest`."""
+        from rubricflow.report.sources import stored_run
+
+        return await stored_run(self.store, run_id)
+
+    async def artifact_run(self, artifact_id: str) -> RunData:
+        """Every stored evaluation of one artifact, as a run (for reports and compare)."""
+        from rubricflow.report.sources import stored_artifact_run
+
+        return await stored_artifact_run(self.store, artifact_id)
+
+    async def run_overviews(self, *, limit: int = 20) -> list[RunOverview]:
+        """The newest runs with their figures, summed up in SQL."""
+        return list(await self.store.runs.overviews(limit=limit))
+
+    async def compare_runs(self, run_a: str, run_b: str) -> RunComparison:
+        """Run B against run A, matched by target id (ids or `latest`)."""
+        from rubricflow.compare import compare_runs
+
+        return compare_runs(await self.run(run_a), await self.run(run_b))
+
+    # --- what the rows say -------------------------------------------------------------------
+    async def criterion_pass_rates(
+        self,
+        rubric_id: str,
+        *,
+        rubric_version: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        run_id: str | None = None,
+        artifact_type: str | None = None,
+        bucket: Bucket | None = None,
+    ) -> list[CriterionPassRate]:
+        """Which criteria of a rubric fail most, per version (and per week or day)."""
+        return list(
+            await self.store.evaluations.criterion_pass_rates(
+                rubric_id,
+                rubric_version=rubric_version,
+                since=since,
+                until=until,
+                run_id=run_id,
+                artifact_type=artifact_type,
+                bucket=bucket,
+            )
+        )
+
+    async def judge_usage(
+        self,
+        *,
+        run_id: str | None = None,
+        rubric_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        by_model: bool = True,
+    ) -> list[JudgeUsage]:
+        """Judge calls, cache hits, tokens and cost per run (and per model)."""
+        return list(
+            await self.store.evaluations.judge_usage(
+                run_id=run_id, rubric_id=rubric_id, since=since, until=until, by_model=by_model
+            )
+        )
+
+    async def judge_cache_stats(self, *, clear: bool = False) -> dict[str, Any]:
+        """The store's judge cache: entries, size and hits (after clearing it when
+        asked, with how many answers were `removed`)."""
+        removed = await self.store.judge_cache.clear() if clear else None
+        stats: dict[str, Any] = await self.store.judge_cache.stats()
+        if removed is not None:
+            stats["removed"] = removed
+        return stats
