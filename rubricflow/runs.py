@@ -213,7 +213,7 @@ def summarize(evaluations: Sequence[Evaluation]) -> RunSummary:
             scored=scored,
             passed=passed,
             unscored=unscored,
-            mean_score=math.fsum(values) / len(values) if values else None,
+            mean_score=mean(values),
         )
         for name, (scored, passed, unscored, values) in per_criterion.items()
     ]
@@ -222,8 +222,8 @@ def summarize(evaluations: Sequence[Evaluation]) -> RunSummary:
         passed=verdicts["pass"],
         failed=verdicts["fail"],
         incomplete=verdicts["incomplete"],
-        mean_score=math.fsum(scores) / len(scores) if scores else None,
-        median_score=_median(scores),
+        mean_score=mean(scores),
+        median_score=median(scores),
         histogram=histogram,
         criteria=criteria,
         llm_calls=usage["llm_calls"],
@@ -235,7 +235,13 @@ def summarize(evaluations: Sequence[Evaluation]) -> RunSummary:
     )
 
 
-def _median(values: list[float]) -> float | None:
+def mean(values: Sequence[float]) -> float | None:
+    """The mean of a summary: the exactly rounded sum (`math.fsum`) over the count, so it
+    does not depend on the order the values come in (the store reads them in SQL's)."""
+    return math.fsum(values) / len(values) if values else None
+
+
+def median(values: Sequence[float]) -> float | None:
     if not values:
         return None
     ordered = sorted(values)

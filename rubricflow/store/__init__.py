@@ -11,21 +11,30 @@ from __future__ import annotations
 from types import TracebackType
 
 from rubricflow.store.database import Database
-from rubricflow.store.evaluations import EvaluationFilter, EvaluationStore, StoredEvaluation
+from rubricflow.store.evaluations import (
+    CriterionPassRate,
+    EvaluationFilter,
+    EvaluationStore,
+    JudgeUsage,
+    StoredEvaluation,
+)
 from rubricflow.store.judge_cache import StoreJudgeCache
 from rubricflow.store.rubrics import RegisteredRubric, RubricRegistry, RubricVersionInfo
-from rubricflow.store.runs import RunStore
+from rubricflow.store.runs import RunOverview, RunStore
 from rubricflow.store.url import DB_ENV, DEFAULT_URL, resolve_url
 
 __all__ = [
     "DB_ENV",
     "DEFAULT_URL",
+    "CriterionPassRate",
     "Database",
     "EvaluationFilter",
     "EvaluationStore",
+    "JudgeUsage",
     "RegisteredRubric",
     "RubricRegistry",
     "RubricVersionInfo",
+    "RunOverview",
     "RunStore",
     "Store",
     "StoreJudgeCache",

@@ -7,8 +7,8 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from datetime import date, datetime
+from typing import Any, Literal
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
@@ -18,13 +18,21 @@ from rubricflow.results import Evaluation, LLMCall
 from rubricflow.store._sql import INCOMPLETE, insert_ignoring_duplicates, parse_time, to_utc, utcnow
 from rubricflow.store.copy import copies, copy_rows
 from rubricflow.store.database import Database
-from rubricflow.store.tables import CriterionResultRow, EvaluationRow, LLMCallRow
+from rubricflow.store.tables import ArtifactRow, CriterionResultRow, EvaluationRow, LLMCallRow
 
-__all__ = ["EvaluationFilter", "EvaluationStore", "StoredEvaluation"]
+__all__ = [
+    "Bucket",
+    "CriterionPassRate",
+    "EvaluationFilter",
+    "EvaluationStore",
+    "JudgeUsage",
+    "StoredEvaluation",
+]
 
 _evaluations = EvaluationRow.__table__  # type: ignore[attr-defined]
 _criteria = CriterionResultRow.__table__  # type: ignore[attr-defined]
 _calls = LLMCallRow.__table__  # type: ignore[attr-defined]
+_artifacts = ArtifactRow.__table__  # type: ignore[attr-defined]
 # built once: the same statement object is what lets a SQLite store run it directly
 # (`rubricflow.store.direct`)
 _INSERT_EVALUATION = _evaluations.insert()
@@ -75,6 +83,102 @@ class EvaluationFilter:
         if self.until is not None:
             clauses.append(c.created_at < to_utc(self.until))
         return clauses
+
+
+Bucket = Literal["week", "day"]
+
+
+@dataclass(frozen=True)
+class CriterionPassRate:
+    """How one criterion of one rubric version did over the evaluations a query chose
+    (in one time bucket, when asked for buckets). `scored` counts results with a pass or
+    fail; `unscored` those that could not be scored (`error`, `unable_to_evaluate`)."""
+
+    rubric_id: str
+    rubric_version: str
+    criterion_id: str
+    scored: int
+    passed: int
+    unscored: int
+    #: the first day of the bucket (a Monday for weeks; UTC) as YYYY-MM-DD, or None
+    bucket: str | None = None
+
+    @property
+    def failed(self) -> int:
+        return self.scored - self.passed
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.scored if self.scored else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rubric_id": self.rubric_id,
+            "rubric_version": self.rubric_version,
+            "criterion_id": self.criterion_id,
+            "bucket": self.bucket,
+            "scored": self.scored,
+            "passed": self.passed,
+            "failed": self.failed,
+            "unscored": self.unscored,
+            "pass_rate": self.pass_rate,
+        }
+
+
+@dataclass(frozen=True)
+class JudgeUsage:
+    """The judge calls of one run (None: evaluations stored outside a run, e.g. reviews),
+    per provider and model unless the query was asked for totals. `calls`, the tokens
+    and `cost` count what was sent (cache hits excluded, as `Evaluation.usage` does);
+    `cache_hits` the answers the judge cache gave."""
+
+    run_id: str | None
+    provider: str | None
+    model: str | None
+    calls: int
+    cache_hits: int
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "provider": self.provider,
+            "model": self.model,
+            "calls": self.calls,
+            "cache_hits": self.cache_hits,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost": self.cost,
+        }
+
+
+def _bucket(dialect: str, bucket: Bucket, column: Any) -> Any:
+    """The first day (UTC) of the day or ISO week (Monday) holding `column`."""
+    if dialect == "postgresql":
+        utc = sa.func.timezone("UTC", column)
+        if bucket == "week":
+            utc = sa.func.date_trunc("week", utc)  # ISO weeks: Mondays
+        return sa.cast(utc, sa.Date)
+    # SQLite stores UTC text; %w is 0 on Sunday, so (w + 6) % 7 days back is the Monday
+    if bucket == "week":
+        back = (sa.cast(sa.func.strftime("%w", column), sa.Integer) + 6) % 7
+        return sa.func.date(column, sa.func.printf("-%d days", back))
+    return sa.func.date(column)
+
+
+def _day(value: date | str | None) -> str | None:
+    return value if value is None or isinstance(value, str) else value.isoformat()
+
+
+def _scored(criteria: Any) -> sa.ColumnElement[bool]:
+    # the same rule as `rubricflow.runs.summarize`: scored with a pass or a fail
+    return sa.and_(criteria.c.status == "scored", criteria.c.passed.is_not(None))
+
+
+def _count(condition: sa.ColumnElement[bool]) -> Any:
+    return sa.func.coalesce(sa.func.sum(sa.case((condition, 1), else_=0)), 0)
 
 
 def _rows(
@@ -322,3 +426,134 @@ class EvaluationStore:
         )
         async with self.database.read() as connection:
             return [row.id for row in await connection.execute(query)]
+
+    async def criterion_pass_rates(
+        self,
+        rubric_id: str,
+        *,
+        rubric_version: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        run_id: str | None = None,
+        artifact_type: str | None = None,
+        bucket: Bucket | None = None,
+    ) -> list[CriterionPassRate]:
+        """Per-criterion pass rates of rubric `rubric_id`, per rubric version (and per
+        `bucket`, "week" or "day", by the evaluations' UTC creation time), over every
+        stored evaluation matching the filters (`since` inclusive, `until` exclusive;
+        `artifact_type` keeps reviews of that type's artifacts). Computed in SQL from the
+        criterion rows. Ordered by bucket, then the most failed first (failures, then the
+        lowest pass rate), then version and criterion id."""
+        e, c = _evaluations.c, _criteria.c
+        chosen = EvaluationFilter(
+            rubric_id=rubric_id,
+            rubric_version=rubric_version,
+            run_id=run_id,
+            since=since,
+            until=until,
+        )
+        source = _evaluations.join(_criteria, c.evaluation_id == e.id)
+        where = chosen.where()
+        if artifact_type is not None:
+            source = source.join(_artifacts, _artifacts.c.id == e.artifact_id)
+            where.append(_artifacts.c.type == artifact_type)
+        groups: list[Any] = [e.rubric_version, c.criterion_id]
+        if bucket is not None:
+            groups.append(_bucket(self.database.dialect, bucket, e.created_at).label("bucket"))
+        scored = _scored(_criteria)
+        query = (
+            sa.select(
+                *groups,
+                _count(scored).label("scored"),
+                _count(sa.and_(scored, c.passed.is_(True))).label("passed"),
+                _count(sa.not_(scored)).label("unscored"),
+            )
+            .select_from(source)
+            .where(*where)
+            .group_by(*groups)
+        )
+        async with self.database.read() as connection:
+            rows = (await connection.execute(query)).all()
+        rates = [
+            CriterionPassRate(
+                rubric_id=rubric_id,
+                rubric_version=row.rubric_version,
+                criterion_id=row.criterion_id,
+                scored=int(row.scored),
+                passed=int(row.passed),
+                unscored=int(row.unscored),
+                bucket=_day(row.bucket) if bucket is not None else None,
+            )
+            for row in rows
+        ]
+        return sorted(
+            rates,
+            key=lambda r: (
+                r.bucket or "",
+                -r.failed,
+                1.0 if r.pass_rate is None else r.pass_rate,
+                r.rubric_version,
+                r.criterion_id,
+            ),
+        )
+
+    async def judge_usage(
+        self,
+        *,
+        run_id: str | None = None,
+        rubric_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        by_model: bool = True,
+    ) -> list[JudgeUsage]:
+        """Judge calls, cache hits, tokens and cost per run (and per provider and model
+        unless `by_model=False`) of the evaluations matching the filters (created in
+        [`since`, `until`)), computed in SQL from the call ledger. Runs in id order, the
+        evaluations of no run last."""
+        e, k = _evaluations.c, _calls.c
+        sent = k.outcome != "cached"
+        groups: list[Any] = [e.run_id]
+        if by_model:
+            groups += [k.provider, k.model]
+        query = (
+            sa.select(
+                *groups,
+                _count(sent).label("calls"),
+                _count(sa.not_(sent)).label("cache_hits"),
+                sa.func.coalesce(
+                    sa.func.sum(sa.case((sent, sa.func.coalesce(k.input_tokens, 0)), else_=0)),
+                    0,
+                ).label("input_tokens"),
+                sa.func.coalesce(
+                    sa.func.sum(sa.case((sent, sa.func.coalesce(k.output_tokens, 0)), else_=0)),
+                    0,
+                ).label("output_tokens"),
+                sa.func.sum(k.cost).label("cost"),
+            )
+            .select_from(_calls.join(_evaluations, e.id == k.evaluation_id))
+            .where(
+                *EvaluationFilter(
+                    rubric_id=rubric_id, run_id=run_id, since=since, until=until
+                ).where()
+            )
+            .group_by(*groups)
+        )
+        async with self.database.read() as connection:
+            rows = (await connection.execute(query)).all()
+        usage = [
+            JudgeUsage(
+                run_id=row.run_id,
+                provider=row.provider if by_model else None,
+                model=row.model if by_model else None,
+                calls=int(row.calls),
+                cache_hits=int(row.cache_hits),
+                input_tokens=int(row.input_tokens),
+                output_tokens=int(row.output_tokens),
+                cost=None if row.cost is None else float(row.cost),
+            )
+            for row in rows
+        ]
+        return sorted(
+            usage,
+            key=lambda u: (u.run_id is None, u.run_id or "", u.provider or "", u.model or ""),
+        )

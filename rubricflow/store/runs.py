@@ -4,20 +4,85 @@ from __future__ import annotations
 
 import builtins
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 
 from rubricflow.errors import NotFoundError
 from rubricflow.results import Evaluation
-from rubricflow.runs import RunData, RunInfo, latest_per_target
-from rubricflow.store._sql import parse_time, to_utc, utcnow
+from rubricflow.runs import (
+    HISTOGRAM_BINS,
+    CriterionSummary,
+    RunData,
+    RunInfo,
+    RunSummary,
+    latest_per_target,
+    mean,
+    median,
+)
+from rubricflow.store._sql import INCOMPLETE, parse_time, to_utc, utcnow
 from rubricflow.store.database import Database
-from rubricflow.store.tables import EvaluationRow, RunRow
+from rubricflow.store.tables import CriterionResultRow, EvaluationRow, LLMCallRow, RunRow
 
-__all__ = ["RunStore"]
+__all__ = ["RunOverview", "RunStore"]
 
 _runs = RunRow.__table__  # type: ignore[attr-defined]
 _evaluations = EvaluationRow.__table__  # type: ignore[attr-defined]
+_criteria = CriterionResultRow.__table__  # type: ignore[attr-defined]
+_calls = LLMCallRow.__table__  # type: ignore[attr-defined]
+# a criterion's place in a run: (first evaluation holding it, its position there) as one
+# number; positions stay far below this
+_POSITIONS = 1 << 20
+
+
+@dataclass(frozen=True)
+class RunOverview:
+    """A run and its figures, as `rubricflow runs list --json` prints them."""
+
+    info: RunInfo
+    summary: RunSummary
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.info.to_dict(), "summary": self.summary.to_dict()}
+
+
+def _chosen(run_ids: Sequence[str]) -> Any:
+    """The evaluations a run's figures count, as `RunStore.load` picks them: the latest
+    per target (by target id, else target hash), each with `seq`, the place of its
+    target's first evaluation in the run (the order `latest_per_target` keeps)."""
+    e = _evaluations.c
+    key = sa.case(
+        (sa.or_(e.target_id.is_(None), e.target_id == ""), e.target_hash), else_=e.target_id
+    )
+    numbered = (
+        sa.select(
+            e.id,
+            e.run_id,
+            key.label("target"),
+            sa.func.row_number()
+            .over(partition_by=e.run_id, order_by=(e.created_at, e.id))
+            .label("n"),
+            sa.func.row_number()
+            .over(partition_by=(e.run_id, key), order_by=(e.created_at.desc(), e.id.desc()))
+            .label("newest"),
+        )
+        .where(e.run_id.in_(list(run_ids)))
+        .subquery("numbered")
+    )
+    n = numbered.c
+    placed = sa.select(
+        n.id,
+        n.run_id,
+        n.newest,
+        sa.func.min(n.n).over(partition_by=(n.run_id, n.target)).label("seq"),
+    ).subquery("placed")
+    return (
+        sa.select(placed.c.id, placed.c.run_id, placed.c.seq)
+        .where(placed.c.newest == 1)
+        .subquery("chosen")
+    )
 
 
 def _info(row: sa.Row[tuple[object, ...]]) -> RunInfo:
@@ -33,6 +98,65 @@ def _info(row: sa.Row[tuple[object, ...]]) -> RunInfo:
         finished_at=None if finished is None else to_utc(finished).isoformat(),
         options=json.loads(mapping["options"]),
     )
+
+
+def _count(condition: sa.ColumnElement[bool]) -> Any:
+    return sa.func.coalesce(sa.func.sum(sa.case((condition, 1), else_=0)), 0)
+
+
+class _Figures:
+    """One run's figures as the queries of `RunStore.overviews` deliver them."""
+
+    def __init__(self) -> None:
+        self.totals: Any = None
+        self.cache_hits = 0
+        self.criteria: dict[str, Any] = {}  # in the run's criterion order
+        self.criterion_scores: dict[str, builtins.list[float]] = {}
+        self.scores: builtins.list[float] = []
+        self.histogram = [0] * HISTOGRAM_BINS
+        self.duration = 0.0
+        self.cost: float | None = None
+
+    def add(self, verdict: str, score: float, duration_ms: float, cost: float | None) -> None:
+        """One evaluation, in the run's order: the same arithmetic as `summarize`."""
+        self.duration += duration_ms
+        if verdict != "incomplete":
+            self.scores.append(score)
+            self.histogram[min(int(score * HISTOGRAM_BINS), HISTOGRAM_BINS - 1)] += 1
+        if cost is not None:
+            self.cost = (self.cost or 0.0) + cost
+
+    def summary(self) -> RunSummary:
+        totals = self.totals
+
+        def total(name: str) -> int:
+            return 0 if totals is None else int(getattr(totals, name))
+
+        return RunSummary(
+            total=total("total"),
+            passed=total("passed"),
+            failed=total("failed"),
+            incomplete=total("incomplete"),
+            mean_score=mean(self.scores),
+            median_score=median(self.scores),
+            histogram=self.histogram,
+            criteria=[
+                CriterionSummary(
+                    criterion_id=name,
+                    scored=int(row.scored),
+                    passed=int(row.passed),
+                    unscored=int(row.unscored),
+                    mean_score=mean(self.criterion_scores.get(name, [])),
+                )
+                for name, row in self.criteria.items()
+            ],
+            llm_calls=total("llm_calls"),
+            cache_hits=self.cache_hits,
+            input_tokens=total("input_tokens"),
+            output_tokens=total("output_tokens"),
+            cost=self.cost,
+            duration_ms=self.duration,
+        )
 
 
 class RunStore:
@@ -109,6 +233,84 @@ class RunStore:
         async with self.database.read() as connection:
             rows = (await connection.execute(query.limit(limit))).all()
         return [_info(row) for row in rows]
+
+    async def overviews(self, *, limit: int = 50) -> builtins.list[RunOverview]:
+        """The newest runs first, each with the figures `summarize` gives for the run's
+        evaluations (the latest per target), without reading one evaluation document.
+
+        Counts (verdicts, per-criterion outcomes, calls, cache hits, tokens) are SQL
+        aggregates over the evaluation, criterion and call rows. The float figures are
+        added up in Python from one narrow column each (scores, durations, costs), since
+        SQL would sum them in an order and precision of its own and the figures must be
+        `summarize`'s to the last bit."""
+        infos = await self.list(limit=limit)
+        if not infos:
+            return []
+        chosen = _chosen([info.id for info in infos])
+        ch, e, c, k = chosen.c, _evaluations.c, _criteria.c, _calls.c
+        with_rows = chosen.join(_evaluations, e.id == ch.id)
+        with_criteria = chosen.join(_criteria, c.evaluation_id == ch.id)
+        scored = sa.and_(c.status == "scored", c.passed.is_not(None))
+        totals = (
+            sa.select(
+                ch.run_id,
+                sa.func.count().label("total"),
+                _count(e.verdict == "pass").label("passed"),
+                _count(e.verdict == "fail").label("failed"),
+                _count(e.verdict == INCOMPLETE).label("incomplete"),
+                sa.func.coalesce(sa.func.sum(e.llm_calls), 0).label("llm_calls"),
+                sa.func.coalesce(sa.func.sum(e.input_tokens), 0).label("input_tokens"),
+                sa.func.coalesce(sa.func.sum(e.output_tokens), 0).label("output_tokens"),
+            )
+            .select_from(with_rows)
+            .group_by(ch.run_id)
+        )
+        cache_hits = (
+            sa.select(ch.run_id, sa.func.count().label("hits"))
+            .select_from(chosen.join(_calls, k.evaluation_id == ch.id))
+            .where(k.outcome == "cached")
+            .group_by(ch.run_id)
+        )
+        criteria = (
+            sa.select(
+                ch.run_id,
+                c.criterion_id,
+                _count(scored).label("scored"),
+                _count(sa.and_(scored, c.passed.is_(True))).label("passed"),
+                _count(sa.not_(scored)).label("unscored"),
+                sa.func.min(ch.seq * _POSITIONS + c.position).label("place"),
+            )
+            .select_from(with_criteria)
+            .group_by(ch.run_id, c.criterion_id)
+        )
+        values = (
+            sa.select(ch.run_id, e.verdict, e.score, e.duration_ms, e.cost)
+            .select_from(with_rows)
+            .order_by(ch.run_id, ch.seq)
+        )
+        criterion_scores = (
+            sa.select(ch.run_id, c.criterion_id, c.score)
+            .select_from(with_criteria)
+            .where(scored, c.score.is_not(None))
+        )
+        async with self.database.read() as connection:
+            total_rows = (await connection.execute(totals)).all()
+            hit_rows = (await connection.execute(cache_hits)).all()
+            criterion_rows = (await connection.execute(criteria)).all()
+            value_rows = (await connection.execute(values)).all()
+            score_rows = (await connection.execute(criterion_scores)).all()
+        figures: dict[str, _Figures] = {info.id: _Figures() for info in infos}
+        for row in total_rows:
+            figures[row.run_id].totals = row
+        for row in hit_rows:
+            figures[row.run_id].cache_hits = int(row.hits)
+        for row in sorted(criterion_rows, key=lambda r: int(r.place)):
+            figures[row.run_id].criteria[row.criterion_id] = row
+        for row in value_rows:
+            figures[row.run_id].add(row.verdict, row.score, row.duration_ms, row.cost)
+        for row in score_rows:
+            figures[row.run_id].criterion_scores.setdefault(row.criterion_id, []).append(row.score)
+        return [RunOverview(info, figures[info.id].summary()) for info in infos]
 
     async def latest(self) -> RunInfo | None:
         runs = await self.list(limit=1)

@@ -129,6 +129,19 @@ class CriterionResultRow(SQLModel, table=True):
     """One criterion's result within a stored evaluation, for per-criterion queries."""
 
     __tablename__ = "criterion_results"
+    __table_args__ = (
+        # covers the per-criterion queries (pass rates, run summaries): joined from an
+        # evaluation, they read the index alone, never the rows with their evidence
+        sa.Index(
+            "ix_criterion_results_outcome",
+            "evaluation_id",
+            "criterion_id",
+            "status",
+            "passed",
+            "score",
+            "position",
+        ),
+    )
 
     evaluation_id: str = Field(
         primary_key=True, max_length=64, foreign_key="evaluations.id", ondelete="CASCADE"
@@ -151,10 +164,24 @@ class LLMCallRow(SQLModel, table=True):
     """The call ledger: one row per judge request (hashes only, never prompts or keys)."""
 
     __tablename__ = "llm_calls"
+    __table_args__ = (
+        # the evaluation's calls (foreign key, cascade), and covering for the usage
+        # queries: judge calls, cache hits, tokens and cost per run and model
+        sa.Index(
+            "ix_llm_calls_usage",
+            "evaluation_id",
+            "outcome",
+            "provider",
+            "model",
+            "input_tokens",
+            "output_tokens",
+            "cost",
+        ),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     evaluation_id: str | None = Field(
-        default=None, max_length=64, foreign_key="evaluations.id", ondelete="CASCADE", index=True
+        default=None, max_length=64, foreign_key="evaluations.id", ondelete="CASCADE"
     )
     criterion_id: str | None = Field(default=None, max_length=200)
     provider: str = Field(max_length=100)
