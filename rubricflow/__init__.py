@@ -1,5 +1,6 @@
 """rubricflow: review machine-made content against versioned rubrics."""
 
+from importlib import metadata as _metadata
 from typing import TYPE_CHECKING, Any
 
 from rubricflow.batch import BatchRun
@@ -70,7 +71,7 @@ if TYPE_CHECKING:
     from rubricflow.review import ArtifactRegistry, ArtifactType, RubricBinding
     from rubricflow.store import RubricRegistry, Store
 
-__version__ = "0.1.0"
+__version__ = _metadata.version("rubricflow")
 
 # The store and the review service pull in SQLAlchemy, the report Jinja; they load on
 # first use.

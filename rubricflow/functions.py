@@ -14,7 +14,7 @@ from typing import Any
 
 from rubricflow.hookspecs import hookimpl
 from rubricflow.results import Target
-from rubricflow.scorers.base import CheckResult
+from rubricflow.scoring import CheckResult
 
 __all__ = ["BUILTIN_FUNCTIONS"]
 

@@ -17,7 +17,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from rubricflow.formats.base import RubricFormat
-    from rubricflow.scorers.base import Scorer
+    from rubricflow.scoring import Scorer
 
 __all__ = ["PROJECT_NAME", "RubricflowHookSpecs", "hookimpl", "hookspec"]
 

@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from rubricflow.errors import PluginConflictError, PluginError
+from rubricflow.formats import loader
 from rubricflow.hookspecs import PROJECT_NAME, RubricflowHookSpecs
 
 if TYPE_CHECKING:
     from rubricflow.formats.base import RubricFormat
-    from rubricflow.scorers.base import Scorer
+    from rubricflow.scoring import Scorer
 
 __all__ = [
     "BLOCK_ENV",
@@ -41,7 +42,7 @@ logger = logging.getLogger("rubricflow.plugins")
 ENTRY_POINT_GROUP = PROJECT_NAME
 BLOCK_ENV = "RUBRICFLOW_DISABLE_PLUGINS"
 BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (
-    ("builtin-formats", "rubricflow.formats.builtin"),
+    ("builtin-formats", "rubricflow.builtin_formats"),
     ("builtin-scorers", "rubricflow.scorers.builtin"),
     ("builtin-functions", "rubricflow.functions"),
     ("builtin-llm-providers", "rubricflow.llm.builtin"),
@@ -209,12 +210,11 @@ def create_plugin_manager(
         manager.set_blocked(name)
     dists: dict[str, tuple[str, str]] = {}
     if builtins:
-        from rubricflow import __version__
-
+        version = metadata.version(PROJECT_NAME)
         for name, module_name in BUILTIN_PLUGINS:
             if name not in skip:
                 manager.register(importlib.import_module(module_name), name=name)
-                dists[name] = ("rubricflow", __version__)
+                dists[name] = (PROJECT_NAME, version)
     if load_entry_points:
         for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
             if entry_point.name in skip or manager.has_plugin(entry_point.name):
@@ -270,3 +270,8 @@ def default_plugins() -> PluginRegistry:
 def reset_default_plugins() -> None:
     """Forget the cached registry, so the next `default_plugins()` rebuilds it."""
     _cached_default.cache_clear()
+
+
+# The rubric loader sits below this layer and cannot name the plugin manager: it is told
+# here where its default formats come from (the registry is still built on first use).
+loader.use_default_registry(default_plugins)

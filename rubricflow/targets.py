@@ -9,21 +9,65 @@ from __future__ import annotations
 import io
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from rubricflow.engine.executor import as_target
+from pydantic import ValidationError
+
 from rubricflow.errors import ConfigurationError, RubricflowError
 from rubricflow.formats.document import parse_text
 from rubricflow.jsonl import json_lines
 from rubricflow.results import Target
 
-__all__ = ["TargetInputError", "read_targets"]
+__all__ = ["TargetInputError", "as_target", "read_targets"]
 
 
 class TargetInputError(RubricflowError):
     """A target file cannot be read or holds something that is not a target."""
+
+
+def as_target(value: Target | Mapping[str, Any] | str) -> Target:
+    """Accept a `Target`, a mapping with `content` (and optional id, query, reference,
+    metadata), or plain text."""
+    if isinstance(value, Target):
+        return value
+    _refuse_lone_surrogates(value)
+    if isinstance(value, str):
+        return Target(content=value)
+    if isinstance(value, Mapping):
+        if "content" not in value:
+            raise ConfigurationError(
+                "a target needs `content` (plus optional id, query, reference, metadata); "
+                f"got keys {', '.join(map(str, value)) or 'none'}"
+            )
+        data = dict(value)
+        if isinstance(data.get("id"), int | float) and not isinstance(data.get("id"), bool):
+            data["id"] = str(data["id"])
+        try:
+            return Target.model_validate(data)
+        except ValidationError as error:
+            detail = "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors()
+            )
+            raise ConfigurationError(f"invalid target: {detail}") from None
+    raise ConfigurationError(
+        f"a target is text or a mapping with `content`, got {type(value).__name__}"
+    )
+
+
+def _refuse_lone_surrogates(value: Any) -> None:
+    """Text with half of a UTF-16 pair (`\\ud800`, e.g. an emoji cut in two) cannot be
+    hashed, stored or sent to a judge: refuse it up front, saying where."""
+    try:
+        json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")
+    except UnicodeEncodeError as error:
+        bad = error.object[error.start : error.end]
+        shown = "".join(f"\\u{ord(c):04x}" for c in bad)
+        raise ConfigurationError(
+            f"the target holds a lone surrogate ({shown}): half of a character, e.g. an emoji "
+            "cut in two; repair or drop that text"
+        ) from None
 
 
 def _target(value: Any, where: str) -> Target:

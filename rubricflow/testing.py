@@ -28,14 +28,15 @@ import importlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from importlib import metadata
 from typing import Any, TypeAlias
 
-from rubricflow.engine.executor import as_target
-from rubricflow.hookspecs import hookimpl
+from rubricflow.hookspecs import PROJECT_NAME, hookimpl
 from rubricflow.model import Criterion
 from rubricflow.plugins import BUILTIN_PLUGINS, PluginRegistry, create_plugin_manager
 from rubricflow.results import CriterionResult, Target
-from rubricflow.scorers.base import Scorer, ScoringContext, result_from_value, scored_result
+from rubricflow.scoring import Scorer, ScoringContext, result_from_value, scored_result
+from rubricflow.targets import as_target
 
 __all__ = [
     "JUDGE_SCORERS",
@@ -280,8 +281,7 @@ def make_plugins(
     plain = _contributions(create_plugin_manager(builtins=True, load_entry_points=False))
     if not any(names & plain[hook] for hook, names in given.items()):
         return create_plugin_manager(plugins=plugins, builtins=True, load_entry_points=entry_points)
-    from rubricflow import __version__
-
+    version = metadata.version(PROJECT_NAME)
     wrapped = [
         _Without(name, importlib.import_module(module), given) for name, module in BUILTIN_PLUGINS
     ]
@@ -291,7 +291,7 @@ def make_plugins(
     builtin_names = {name for name, _ in BUILTIN_PLUGINS}
     for info in registry.plugins():
         if info.name in builtin_names:
-            info.distribution, info.version = "rubricflow", __version__
+            info.distribution, info.version = PROJECT_NAME, version
     return registry
 
 

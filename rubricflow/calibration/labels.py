@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from rubricflow.engine.executor import as_target
 from rubricflow.errors import ConfigurationError, RubricflowError
 from rubricflow.jsonl import json_lines
 from rubricflow.model import Criterion, Rubric
 from rubricflow.results import Target
+from rubricflow.targets import as_target
 
 __all__ = [
     "CalibrationError",

@@ -10,14 +10,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import json
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
-
-from pydantic import ValidationError
 
 from rubricflow.engine.aggregate import aggregate, criterion_passed
 from rubricflow.engine.feedback import build_feedback
@@ -25,7 +22,8 @@ from rubricflow.errors import ConfigurationError
 from rubricflow.model import Criterion, Rubric, UnscoredPolicy
 from rubricflow.plugins import PluginRegistry, default_plugins
 from rubricflow.results import CriterionResult, Evaluation, Target
-from rubricflow.scorers.base import ScoringContext, error_result
+from rubricflow.scoring import ScoringContext, error_result
+from rubricflow.targets import as_target
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -48,49 +46,6 @@ def resolve_method(criterion: Criterion) -> str:
     """The scorer name for a criterion; `llm` picks the strategy that fits its kind."""
     method = criterion.scoring.method
     return _LLM_BY_KIND[criterion.kind] if method == "llm" else method
-
-
-def as_target(value: Target | Mapping[str, Any] | str) -> Target:
-    """Accept a `Target`, a mapping with `content` (and optional id, query, reference,
-    metadata), or plain text."""
-    if isinstance(value, Target):
-        return value
-    _refuse_lone_surrogates(value)
-    if isinstance(value, str):
-        return Target(content=value)
-    if isinstance(value, Mapping):
-        if "content" not in value:
-            raise ConfigurationError(
-                "a target needs `content` (plus optional id, query, reference, metadata); "
-                f"got keys {', '.join(map(str, value)) or 'none'}"
-            )
-        data = dict(value)
-        if isinstance(data.get("id"), int | float) and not isinstance(data.get("id"), bool):
-            data["id"] = str(data["id"])
-        try:
-            return Target.model_validate(data)
-        except ValidationError as error:
-            detail = "; ".join(
-                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors()
-            )
-            raise ConfigurationError(f"invalid target: {detail}") from None
-    raise ConfigurationError(
-        f"a target is text or a mapping with `content`, got {type(value).__name__}"
-    )
-
-
-def _refuse_lone_surrogates(value: Any) -> None:
-    """Text with half of a UTF-16 pair (`\\ud800`, e.g. an emoji cut in two) cannot be
-    hashed, stored or sent to a judge: refuse it up front, saying where."""
-    try:
-        json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")
-    except UnicodeEncodeError as error:
-        bad = error.object[error.start : error.end]
-        shown = "".join(f"\\u{ord(c):04x}" for c in bad)
-        raise ConfigurationError(
-            f"the target holds a lone surrogate ({shown}): half of a character, e.g. an emoji "
-            "cut in two; repair or drop that text"
-        ) from None
 
 
 async def _score_one(

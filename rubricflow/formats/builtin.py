@@ -1,8 +1,11 @@
-"""Registers the built-in rubric formats through the same hook a third party uses."""
+"""The built-in rubric formats: the native format and the five importers.
+
+A plain list, with no plugin machinery: the formats layer sits below the plugin manager.
+`rubricflow.builtin_formats` registers these through the `rubricflow_formats` hook, the
+same hook a third party uses.
+"""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from rubricflow.formats.agentv import AgentVFormat
 from rubricflow.formats.base import RubricFormat
@@ -11,11 +14,12 @@ from rubricflow.formats.judgespec import RubricJudgeSpecFormat
 from rubricflow.formats.native import NativeFormat
 from rubricflow.formats.openrubricrl import OpenRubricRLFormat
 from rubricflow.formats.rubric_pkg import RubricPackageFormat
-from rubricflow.hookspecs import hookimpl
+
+__all__ = ["builtin_formats"]
 
 
-@hookimpl
-def rubricflow_formats() -> Sequence[RubricFormat]:
+def builtin_formats() -> list[RubricFormat]:
+    """A fresh instance of each built-in format, the native format first."""
     return [
         NativeFormat(),
         OpenRubricRLFormat(),

@@ -1,26 +1,40 @@
-"""Load rubric files in any registered format: detection, an explicit override, warnings."""
+"""Load rubric files in any registered format: detection, an explicit override, warnings.
+
+The formats come from a `FormatRegistry` (anything with a `formats` mapping, such as the
+plugin registry) the caller passes as `plugins=`. When it passes none, the default
+registry is used: this layer sits below the plugin manager and cannot build one, so
+`rubricflow.plugins` installs its `default_plugins` here with `use_default_registry`
+(importing any part of rubricflow imports the package, which imports the plugins).
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from rubricflow.errors import (
+    ConfigurationError,
     FormatDetectionError,
     Problem,
     RubricLoadError,
     RubricValidationError,
 )
+from rubricflow.formats.base import RubricFormat
 from rubricflow.formats.document import parse_text, read_document
 from rubricflow.model import Rubric
 
-if TYPE_CHECKING:
-    from rubricflow.formats.base import RubricFormat
-    from rubricflow.plugins import PluginRegistry
-
-__all__ = ["LoadedFile", "detect_format", "load_document", "load_file", "load_rubric"]
+__all__ = [
+    "FormatRegistry",
+    "LoadedFile",
+    "detect_format",
+    "load_document",
+    "load_file",
+    "load_rubric",
+    "use_default_registry",
+]
 
 DETECTION_THRESHOLD = 0.5
 
@@ -35,16 +49,34 @@ class LoadedFile:
     warnings: list[Problem] = field(default_factory=list)
 
 
-def _registry(plugins: PluginRegistry | None) -> PluginRegistry:
+class FormatRegistry(Protocol):
+    """Where the loader finds rubric formats by name (`PluginRegistry` is one)."""
+
+    @property
+    def formats(self) -> Mapping[str, RubricFormat]: ...
+
+
+_default_registry: Callable[[], FormatRegistry] | None = None
+
+
+def use_default_registry(factory: Callable[[], FormatRegistry]) -> None:
+    """Make `factory()` the registry a load uses when the caller passes no `plugins`."""
+    global _default_registry
+    _default_registry = factory
+
+
+def _registry(plugins: FormatRegistry | None) -> FormatRegistry:
     if plugins is not None:
         return plugins
-    from rubricflow.plugins import default_plugins
-
-    return default_plugins()
+    if _default_registry is None:  # only when rubricflow.plugins was never imported
+        raise ConfigurationError(
+            "no rubric format registry: pass plugins=rubricflow.create_plugin_manager()"
+        )
+    return _default_registry()
 
 
 def detect_format(
-    document: Any, *, plugins: PluginRegistry | None = None, source: str | None = None
+    document: Any, *, plugins: FormatRegistry | None = None, source: str | None = None
 ) -> RubricFormat:
     """The registered format most confident it can read `document`."""
     formats = _registry(plugins).formats
@@ -67,7 +99,7 @@ def detect_format(
     return formats[best_name]
 
 
-def _format_named(name: str, plugins: PluginRegistry | None, source: str | None) -> RubricFormat:
+def _format_named(name: str, plugins: FormatRegistry | None, source: str | None) -> RubricFormat:
     formats = _registry(plugins).formats
     if name not in formats:
         raise FormatDetectionError(
@@ -82,7 +114,7 @@ def load_document(
     format: str | None = None,
     source: str | None = None,
     base_dir: Path | None = None,
-    plugins: PluginRegistry | None = None,
+    plugins: FormatRegistry | None = None,
 ) -> LoadedFile:
     """Load rubrics from an already parsed document (a dict or list)."""
     fmt = (
@@ -112,7 +144,7 @@ def load_document(
 
 
 def load_file(
-    path: str | Path, *, format: str | None = None, plugins: PluginRegistry | None = None
+    path: str | Path, *, format: str | None = None, plugins: FormatRegistry | None = None
 ) -> LoadedFile:
     """Read a rubric file and load every rubric it holds.
 
@@ -134,7 +166,7 @@ def load_text(
     *,
     format: str | None = None,
     source: str = "<text>",
-    plugins: PluginRegistry | None = None,
+    plugins: FormatRegistry | None = None,
 ) -> LoadedFile:
     """Load rubrics from YAML or JSON text.
 
@@ -161,7 +193,7 @@ def _looks_like_json(text: str) -> bool:
 
 
 def load_rubric(
-    path: str | Path, *, format: str | None = None, plugins: PluginRegistry | None = None
+    path: str | Path, *, format: str | None = None, plugins: FormatRegistry | None = None
 ) -> Rubric:
     """Load the single rubric a file holds (an error if it holds several)."""
     loaded = load_file(path, format=format, plugins=plugins)

@@ -45,7 +45,7 @@ from rubricflow.llm.prompts import (
 from rubricflow.llm.session import Answer, LLMSession, Question, Reading
 from rubricflow.model import Criterion, Rubric, parse_rubric
 from rubricflow.results import CriterionResult, LLMCall, Target
-from rubricflow.scorers.base import ScoringContext, error_result, result_from_value, scored_result
+from rubricflow.scoring import ScoringContext, error_result, result_from_value, scored_result
 
 __all__ = [
     "SAMPLE_TEMPERATURE",

@@ -42,8 +42,7 @@ from rubricflow.llm.cache import JudgeCache, SQLiteJudgeCache, cache_key, defaul
 from rubricflow.results import CallOutcome, LLMCall, canonical_json
 
 if TYPE_CHECKING:
-    from rubricflow.plugins import PluginRegistry
-    from rubricflow.scorers.base import ScoringContext
+    from rubricflow.scoring import PluginSet, ScoringContext
 
 __all__ = [
     "Answer",
@@ -160,7 +159,7 @@ class LLMSession:
         self,
         llm: str | LLMProvider | Callable[[str, str], Awaitable[str]] | None = None,
         *,
-        plugins: PluginRegistry | None = None,
+        plugins: PluginSet | None = None,
         allow_import: bool = False,
         settings: ProviderSettings | Mapping[str, Any] | None = None,
         cache: CacheOption | bool = "default",
@@ -195,7 +194,7 @@ class LLMSession:
         cls,
         options: Mapping[str, Any],
         *,
-        plugins: PluginRegistry | None = None,
+        plugins: PluginSet | None = None,
         allow_import: bool = False,
     ) -> LLMSession:
         """A session from evaluate()'s options: `llm`, `llm_settings`, `llm_cache`."""

@@ -20,7 +20,7 @@ from rubricflow.errors import ConfigurationError, UnsafeImportError
 from rubricflow.llm.base import LLMProvider, ProviderSettings, redact, secret_from_env
 
 if TYPE_CHECKING:
-    from rubricflow.plugins import PluginRegistry
+    from rubricflow.scoring import PluginSet
 
 __all__ = [
     "BUILTIN_FACTORIES",
@@ -99,7 +99,7 @@ def default_spec() -> str | None:
 def create_provider(
     spec: str | None = None,
     *,
-    plugins: PluginRegistry | None = None,
+    plugins: PluginSet | None = None,
     settings: ProviderSettings | Mapping[str, Any] | None = None,
     allow_import: bool = False,
     **options: Any,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rubricflow.hookspecs import hookimpl
-from rubricflow.scorers.base import Scorer
 from rubricflow.scorers.deterministic import DeterministicScorer
 from rubricflow.scorers.llm import (
     LLMDecodeScorer,
@@ -14,6 +13,7 @@ from rubricflow.scorers.llm import (
     LLMVerdictScorer,
 )
 from rubricflow.scorers.schema import SchemaScorer
+from rubricflow.scoring import Scorer
 
 
 @hookimpl

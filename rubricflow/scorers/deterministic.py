@@ -15,7 +15,7 @@ from typing import Any
 
 from rubricflow.model import Criterion
 from rubricflow.results import CriterionResult, Target
-from rubricflow.scorers.base import ScoringContext, error_result, result_from_value
+from rubricflow.scoring import ScoringContext, error_result, result_from_value
 
 __all__ = ["DeterministicScorer", "resolve_function"]
 

@@ -18,7 +18,7 @@ from rubricflow.llm import judges
 from rubricflow.llm.session import LLMSession, session_of
 from rubricflow.model import Criterion
 from rubricflow.results import CriterionResult, Target
-from rubricflow.scorers.base import ScoringContext, error_result
+from rubricflow.scoring import ScoringContext, error_result
 
 __all__ = [
     "LLM_SCORER_NAMES",

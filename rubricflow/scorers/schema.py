@@ -14,7 +14,7 @@ from jsonschema.protocols import Validator
 
 from rubricflow.model import Criterion
 from rubricflow.results import CriterionResult, Target, canonical_json
-from rubricflow.scorers.base import CheckResult, ScoringContext, error_result, result_from_value
+from rubricflow.scoring import CheckResult, ScoringContext, error_result, result_from_value
 
 __all__ = ["SchemaScorer"]
 
