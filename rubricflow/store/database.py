@@ -28,8 +28,11 @@ from rubricflow.errors import SchemaOutdatedError, StoreError
 from rubricflow.store import sqlite as sqlite_store
 from rubricflow.store.sqlite import (
     SQLITE_BUSY_TIMEOUT_MS,
+    FastPathStats,
     SQLiteEngine,
+    autocommit_engine,
     create_sqlite_engine,
+    read_engine,
     write_transaction,
 )
 from rubricflow.store.tables import metadata
@@ -60,6 +63,9 @@ class Database:
     def __init__(self, url: str, engine: AsyncEngine) -> None:
         self.url = url
         self.engine = engine
+        # what reads connect through (SQLAlchemy's stock SQLite engine: reads begin
+        # DEFERRED, not with the write lock)
+        self._reads = read_engine(engine)
         # an in-memory SQLite database lives in one connection that every transaction
         # shares, so transactions must take turns (or one's rollback undoes another's work)
         self._turns = asyncio.Lock() if _in_memory(url) else None
@@ -74,6 +80,12 @@ class Database:
     @property
     def display_url(self) -> str:
         return display_url(self.url)
+
+    @property
+    def fast_path_stats(self) -> FastPathStats | None:
+        """The SQLite fast path's direct writes and the writes that missed it; None when
+        the fast path is off (`RUBRICFLOW_SQLITE_FASTPATH=0`) or on PostgreSQL."""
+        return self.engine.stats if isinstance(self.engine, SQLiteEngine) else None
 
     @classmethod
     async def open(cls, url: str | None = None, *, upgrade: bool = False) -> Database:
@@ -106,7 +118,7 @@ class Database:
         """A connection for reads only: unlike `transaction`, it takes no SQLite write lock
         (no BEGIN IMMEDIATE), so readers neither wait for nor hold up writers. Anything
         written through it is rolled back."""
-        async with self._turn(), self._translated(), self.engine.connect() as connection:
+        async with self._turn(), self._translated(), self._reads.connect() as connection:
             yield connection
 
     @asynccontextmanager
@@ -204,7 +216,8 @@ class Database:
         rename: alembic's batch mode) does not cascade the drop to the rows pointing at it;
         BEGIN IMMEDIATE, so the DDL is one transaction and a second process waits; a
         foreign-key check before the commit; foreign keys on again."""
-        async with self._translated(), self.engine.connect() as connection:
+        engine = autocommit_engine(self.engine)  # the pragma only works outside a transaction
+        async with self._translated(), engine.connect() as connection:
             await connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
             await connection.commit()
             try:

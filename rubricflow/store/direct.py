@@ -11,11 +11,17 @@ do around the statement (event listeners, `echo`, execution options); anything e
 and any statement seen only once, takes SQLAlchemy's own path. The result offers
 `rowcount` and `lastrowid`, all rubricflow's writes read (not `inserted_primary_key`:
 a statement whose caller needs it must not be a repeated plain write).
+
+Every write that misses this path on a fast-path engine is counted, with why
+(`FastPathStats`, `Database.fast_path_stats`): a repository write that stops running
+directly (a new SQLAlchemy release, a statement rebuilt per call) shows up there, and
+`tests/store/test_fast_path_misses.py` fails on it.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -23,12 +29,59 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.dml import Delete, Insert, Update
 
-__all__ = ["DirectWrites", "WriteResult"]
+__all__ = ["DirectWrites", "FastPathStats", "WriteResult"]
 
 # how many statements are remembered: those built anew on every call are seen once
 # each, so the memory is dropped when it fills up
 _MEMORY = 512
 _UNSET = object()
+
+# why a write took SQLAlchemy's path (`FastPathStats.reasons`)
+FIRST_USE = "first use of this statement object (one built anew per call never runs directly)"
+NOT_DML = "not an INSERT, UPDATE or DELETE construct (text, or SQLAlchemy's own statement)"
+NO_MAPPING = "no parameters, or parameters that are not a mapping"
+MIXED_BATCH = "a batch whose rows have different keys"
+NOT_COMPILABLE = "SQLAlchemy cannot compile it with these parameters (it names what is wrong)"
+NOT_PLAIN = "RETURNING, a Python-side default or expanding/literal parameters"
+MISSING_VALUE = "a required parameter is missing (SQLAlchemy's path names it)"
+
+
+class FastPathStats:
+    """How the writes of one fast-path SQLite engine ran: `direct_hits` ran directly on
+    `sqlite3`; `slow_path` counts, by SQL text, the writes (INSERT, UPDATE, DELETE,
+    REPLACE) that went through SQLAlchemy's own execution path instead, and `reasons`
+    says why each did (a statement's first use always does; after that, a statement
+    used again should not)."""
+
+    __slots__ = ("direct_hits", "reasons", "slow_path")
+
+    #: distinct statement texts kept; later ones are counted under `OTHER`
+    LIMIT = 512
+    OTHER = "<other statements>"
+
+    def __init__(self) -> None:
+        self.direct_hits = 0
+        self.slow_path: Counter[str] = Counter()
+        self.reasons: dict[str, set[str]] = {}
+
+    def missed(self, sql: str, reason: str) -> None:
+        """Count a write SQLAlchemy's path ran (called by the connection adapter)."""
+        if sql not in self.slow_path and len(self.slow_path) >= self.LIMIT:
+            sql = self.OTHER
+        self.slow_path[sql] += 1
+        self.reasons.setdefault(sql, set()).add(reason)
+
+    def reset(self) -> None:
+        self.direct_hits = 0
+        self.slow_path.clear()
+        self.reasons.clear()
+
+    def report(self) -> str:
+        """The slow-path writes, most frequent first, each with its reasons."""
+        return "\n".join(
+            f"{count} x {sql}\n    because: {'; '.join(sorted(self.reasons.get(sql, ())))}"
+            for sql, count in self.slow_path.most_common()
+        )
 
 
 class WriteResult:
@@ -59,29 +112,36 @@ class _Compiled(NamedTuple):
 class DirectWrites:
     """The direct-write statements of one SQLite dialect."""
 
-    def __init__(self, dialect: Dialect) -> None:
+    def __init__(self, dialect: Dialect, stats: FastPathStats | None = None) -> None:
         self._dialect = dialect
         #: statements run directly so far (for tests and diagnostics)
         self.executed = 0
+        self.stats = stats if stats is not None else FastPathStats()
+        #: why the last statement `run` declined took SQLAlchemy's path
+        self.miss = ""
         self._seen: dict[tuple[int, frozenset[str], bool], Any] = {}
-        self._compiled: dict[tuple[int, frozenset[str], bool], tuple[Any, _Compiled | None]] = {}
+        self._compiled: dict[tuple[int, frozenset[str], bool], tuple[Any, _Compiled | str]] = {}
 
     def run(
         self, connection: sqlite3.Connection, statement: Any, parameters: Any
     ) -> WriteResult | None:
         """Run `statement` with `parameters` directly when it qualifies (None when it
-        does not: the caller takes SQLAlchemy's path)."""
+        does not: the caller takes SQLAlchemy's path, and `miss` says why)."""
         if not isinstance(statement, (Insert, Update, Delete)):
+            self.miss = NOT_DML
             return None
         many = isinstance(parameters, list)
         first = parameters[0] if many and parameters else parameters
         if not isinstance(first, Mapping):
+            self.miss = NO_MAPPING
             return None
         keys = frozenset(first)
         compiled = self._lookup(statement, keys, many)
-        if compiled is None:
+        if isinstance(compiled, str):
+            self.miss = compiled
             return None
         if many and any(row.keys() != keys for row in parameters):
+            self.miss = MIXED_BATCH
             return None  # SQLAlchemy's rule for such batches applies
         try:
             if many:
@@ -102,12 +162,14 @@ class DirectWrites:
                 ismulti=many,
             ) from error
         self.executed += 1
+        self.stats.direct_hits += 1
         try:
             return WriteResult(cursor.rowcount, cursor.lastrowid)
         finally:
             cursor.close()
 
-    def _lookup(self, statement: Any, keys: frozenset[str], many: bool) -> _Compiled | None:
+    def _lookup(self, statement: Any, keys: frozenset[str], many: bool) -> _Compiled | str:
+        """The statement compiled for these keys, or why it is not run directly."""
         key = (id(statement), keys, many)
         known = self._compiled.get(key)
         if known is not None and known[0] is statement:
@@ -116,21 +178,21 @@ class DirectWrites:
             if len(self._seen) >= _MEMORY:
                 self._seen.clear()
             self._seen[key] = statement  # held, so its id is not reused meanwhile
-            return None
+            return FIRST_USE
         if len(self._compiled) >= _MEMORY:
             self._compiled.clear()
         compiled = self._compile(statement, keys, many)
         self._compiled[key] = (statement, compiled)
         return compiled
 
-    def _compile(self, statement: Any, keys: frozenset[str], many: bool) -> _Compiled | None:
+    def _compile(self, statement: Any, keys: frozenset[str], many: bool) -> _Compiled | str:
         dialect = self._dialect
         try:
             compiled: Any = statement.compile(
                 dialect=dialect, column_keys=sorted(keys), for_executemany=many
             )
         except Exception:  # e.g. a key that names no column: SQLAlchemy says so
-            return None
+            return NOT_COMPILABLE
         if (
             compiled.insert_prefetch
             or compiled.update_prefetch
@@ -139,7 +201,7 @@ class DirectWrites:
             or compiled.literal_execute_params
             or compiled.positiontup is None
         ):
-            return None
+            return NOT_PLAIN
         binds = []
         for name in compiled.positiontup:
             bind = compiled.binds[name]
@@ -150,7 +212,7 @@ class DirectWrites:
                 if name in keys:
                     source = name
                 elif bind.required or bind.callable is not None:
-                    return None  # SQLAlchemy's path names what is missing
+                    return MISSING_VALUE  # SQLAlchemy's path names what is missing
                 else:
                     fixed = bind.value
             process = bind.type.dialect_impl(dialect).bind_processor(dialect)

@@ -7,12 +7,21 @@ hand-offs (`write_transaction`), repeated plain writes run directly on `sqlite3`
 (`rubricflow.store.direct`) and WAL checkpoints made in a thread of their own
 (`rubricflow.store.checkpoint`). Each hand-off cost more than SQLite running the
 statement; a review commits four transactions.
+
+All of that leans on private parts of SQLAlchemy's aiosqlite adapter and of aiosqlite,
+so both are pinned to the minor versions it is tested with, and
+`RUBRICFLOW_SQLITE_FASTPATH=0` (read whenever an engine is made) turns it off: the store
+then runs on SQLAlchemy's stock async engine over aiosqlite, with SQLAlchemy's recipe for
+SQLite transactions (the driver's own BEGIN off, a `begin` listener that emits
+`BEGIN IMMEDIATE` for write transactions, `BEGIN DEFERRED` for reads) and SQLite's own
+WAL checkpoints. See docs/store.md, "The SQLite fast path".
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import os
 import sqlite3
 import threading
 import time
@@ -30,34 +39,115 @@ from sqlalchemy.dialects.sqlite.aiosqlite import (
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.util.concurrency import await_, greenlet_spawn, in_greenlet
 
+from rubricflow.errors import ConfigurationError
 from rubricflow.store.checkpoint import BACKSTOP_PAGES, LOG_KEEP_BYTES, WalCheckpointer
-from rubricflow.store.direct import DirectWrites
+from rubricflow.store.direct import DirectWrites, FastPathStats
 
 __all__ = [
+    "BEGIN_OPTION",
+    "FASTPATH_ENV",
     "SQLITE_BUSY_TIMEOUT_MS",
+    "FastPathStats",
     "InlineConnection",
     "SQLiteEngine",
+    "autocommit_engine",
     "create_sqlite_engine",
+    "fast_path_enabled",
+    "read_engine",
     "write_transaction",
 ]
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+FASTPATH_ENV = "RUBRICFLOW_SQLITE_FASTPATH"
+#: the execution option saying how a transaction of the stock engine begins: "IMMEDIATE"
+#: (the default: it takes the write lock), "DEFERRED" (reads) or "NONE" (no BEGIN: each
+#: statement commits itself until the caller issues its own BEGIN)
+BEGIN_OPTION = "rubricflow_sqlite_begin"
 
 
-def create_sqlite_engine(url: str, *, in_memory: bool) -> SQLiteEngine:
+def fast_path_enabled() -> bool:
+    """Whether SQLite engines take the fast path: `RUBRICFLOW_SQLITE_FASTPATH` unset,
+    empty or 1; 0 turns it off; any other value is a `ConfigurationError`."""
+    value = os.environ.get(FASTPATH_ENV, "").strip()
+    if value in ("", "1"):
+        return True
+    if value == "0":
+        return False
+    raise ConfigurationError(
+        f"{FASTPATH_ENV}={value!r} is not understood; use {FASTPATH_ENV}=1 (the default: "
+        f"rubricflow's SQLite fast path) or {FASTPATH_ENV}=0 (SQLAlchemy's stock async "
+        "engine)"
+    )
+
+
+def create_sqlite_engine(url: str, *, in_memory: bool) -> AsyncEngine:
     """The engine of an aiosqlite URL (the only SQLite driver `resolve_url` lets through):
-    a `SQLiteEngine` over `InlineConnection`s; for a database file, with its
-    `WalCheckpointer`."""
+    a `SQLiteEngine` over `InlineConnection`s, for a database file with its
+    `WalCheckpointer`; with `RUBRICFLOW_SQLITE_FASTPATH=0`, SQLAlchemy's stock engine
+    (`_stock_engine`)."""
+    if not fast_path_enabled():
+        return _stock_engine(url, in_memory=in_memory)
     # an engine that never connects: its dialect says how to open the URL's connections
     dialect_only = create_async_engine(url)
-    creator, checkpointer = _aiosqlite_creator(dialect_only, in_memory=in_memory)
+    stats = FastPathStats()
+    creator, checkpointer = _aiosqlite_creator(dialect_only, stats, in_memory=in_memory)
     engine = SQLiteEngine(
         create_async_engine(url, creator=creator, pool_reset_on_return=None).sync_engine,
         checkpointer,
+        stats,
     )
     event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
     event.listen(engine.sync_engine.pool, "reset", _rollback_if_in_transaction)
     return engine
+
+
+def _stock_engine(url: str, *, in_memory: bool) -> AsyncEngine:
+    """SQLAlchemy's own async engine over aiosqlite, nothing of rubricflow's inside it:
+    SQLAlchemy's recipe for SQLite transactions (the driver emits no BEGIN of its own,
+    `isolation_level=None`; a `begin` listener emits BEGIN IMMEDIATE, or what the
+    connection's `BEGIN_OPTION` says), the same pragmas, and SQLite's own automatic WAL
+    checkpoint (every 1,000 pages, in the committing connection)."""
+    engine = create_async_engine(
+        url,
+        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "isolation_level": None},
+    )
+    event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+    if not in_memory:
+        event.listen(engine.sync_engine, "connect", _limit_log)
+    event.listen(engine.sync_engine, "begin", _begin)
+    return engine
+
+
+def _begin(connection: sa.Connection) -> None:
+    """The stock engine's BEGIN: IMMEDIATE unless the connection's `BEGIN_OPTION` says
+    otherwise. A write transaction takes the write lock up front (waiting up to the busy
+    timeout), so one that reads and then writes cannot find another process's commit in
+    between and fail at once with SQLITE_BUSY."""
+    mode = connection.get_execution_options().get(BEGIN_OPTION, "IMMEDIATE")
+    if mode != "NONE":
+        connection.exec_driver_sql(f"BEGIN {mode}")
+
+
+def read_engine(engine: AsyncEngine) -> AsyncEngine:
+    """The engine `Database.read` connects through: for the stock SQLite engine, one whose
+    transactions begin DEFERRED (a snapshot, no write lock); else `engine` itself (the
+    fast path's reads begin no transaction)."""
+    if _is_stock(engine):
+        return engine.execution_options(**{BEGIN_OPTION: "DEFERRED"})
+    return engine
+
+
+def autocommit_engine(engine: AsyncEngine) -> AsyncEngine:
+    """The engine for statements that must run outside any transaction (a pragma such as
+    `foreign_keys`) before the caller's own BEGIN: for the stock SQLite engine, one that
+    emits no BEGIN; else `engine` itself (its driver begins only before a write)."""
+    if _is_stock(engine):
+        return engine.execution_options(**{BEGIN_OPTION: "NONE"})
+    return engine
+
+
+def _is_stock(engine: AsyncEngine) -> bool:
+    return engine.dialect.name == "sqlite" and not isinstance(engine, SQLiteEngine)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -66,6 +156,13 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     _enable_wal(cursor)
     cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def _limit_log(dbapi_connection: Any, _record: Any) -> None:
+    """The stock engine's log: cut back to `LOG_KEEP_BYTES` whenever it starts over."""
+    cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA journal_size_limit={LOG_KEEP_BYTES}")
     cursor.close()
 
 
@@ -157,7 +254,7 @@ def _closes_on_return(sync: sa.Connection) -> bool:
 
 
 def _aiosqlite_creator(
-    engine: AsyncEngine, *, in_memory: bool
+    engine: AsyncEngine, stats: FastPathStats, *, in_memory: bool
 ) -> tuple[Callable[[], Any], WalCheckpointer | None]:
     """The pool's creator of connections for `engine`'s URL (as its dialect would open
     them, called in SQLAlchemy's greenlet): SQLAlchemy's aiosqlite adapter over an
@@ -190,6 +287,7 @@ def _aiosqlite_creator(
     async def connect() -> aiosqlite.Connection:
         connection = InlineConnection(connector, 64)
         connection._thread.daemon = True  # as SQLAlchemy does: never hold up an exit
+        connection.stats = stats
         if checkpointer is not None:
             connection.on_commit = checkpointer.committed
         return await connection
@@ -216,22 +314,36 @@ class _SQLiteConnection(AsyncConnection):
         execution_options: Any = None,
     ) -> Any:
         sync = self.sync_connection
-        if (
-            sync is not None
-            and not sync.closed
-            and not sync.invalidated
-            and not execution_options
-            and not _streams(statement)
-        ):
+        if sync is not None and not sync.closed and not sync.invalidated:
             driver = sync.connection.driver_connection
-            if isinstance(driver, InlineConnection) and driver.holds_transaction():
-                if _plain(sync):
-                    engine = cast(SQLiteEngine, self.engine)
-                    written = engine.direct_writes.run(driver._conn, statement, parameters)
-                    if written is not None:
-                        return written
-                return sync.execute(statement, parameters)
+            if isinstance(driver, InlineConnection):
+                # why a write would take SQLAlchemy's path (counted by the cursor adapter
+                # when it runs one: `FastPathStats`)
+                if execution_options or _streams(statement):
+                    driver.miss_reason = _OPTIONS
+                elif driver.holds_transaction():
+                    if _plain(sync):
+                        direct = cast(SQLiteEngine, self.engine).direct_writes
+                        written = direct.run(driver._conn, statement, parameters)
+                        if written is not None:
+                            return written
+                        driver.miss_reason = direct.miss
+                    else:
+                        driver.miss_reason = _NOT_PLAIN
+                    return sync.execute(statement, parameters)
+                else:
+                    driver.miss_reason = _OUTSIDE
         return await super().execute(statement, parameters, execution_options=execution_options)
+
+
+_OPTIONS = "execution options given with the statement, or a streaming statement"
+_NOT_PLAIN = "cursor or error event listeners, echo or execution options on the connection"
+_OUTSIDE = (
+    "outside a write transaction held inline (none open, or a call of this connection "
+    "still running in aiosqlite's thread)"
+)
+_ELSEWHERE = "not run through AsyncConnection.execute (run_sync, exec_driver_sql, ...)"
+_WRITES = frozenset({"INSERT", "UPDATE", "DELETE", "REPLAC"})
 
 
 def _streams(statement: Any) -> bool:
@@ -260,13 +372,20 @@ class SQLiteEngine(AsyncEngine):
     """An `AsyncEngine` whose connections are `_SQLiteConnection`s, with the writes they
     run directly on `sqlite3`."""
 
-    __slots__ = ("checkpointer", "direct_writes")
+    __slots__ = ("checkpointer", "direct_writes", "stats")
 
     _connection_cls = _SQLiteConnection
 
-    def __init__(self, sync_engine: sa.Engine, checkpointer: WalCheckpointer | None) -> None:
+    def __init__(
+        self,
+        sync_engine: sa.Engine,
+        checkpointer: WalCheckpointer | None,
+        stats: FastPathStats | None = None,
+    ) -> None:
         super().__init__(sync_engine)
-        self.direct_writes = DirectWrites(sync_engine.dialect)
+        #: the direct path's hits and the writes that missed it
+        self.stats = stats if stats is not None else FastPathStats()
+        self.direct_writes = DirectWrites(sync_engine.dialect, self.stats)
         self.checkpointer = checkpointer
 
 
@@ -289,7 +408,20 @@ class _InlineAdaptedCursor(AsyncAdapt_aiosqlite_cursor):
             self._rows.clear()
             cast(_InlineCursor, self._cursor).take_rows()
 
+    def _count(self, operation: Any) -> None:
+        """Count a write this adapter runs (SQLAlchemy's path) in the engine's stats."""
+        driver = cast(InlineConnection, self._adapt_connection._connection)
+        reason, driver.miss_reason = driver.miss_reason, None
+        stats = driver.stats
+        if (
+            stats is not None
+            and isinstance(operation, str)
+            and operation.lstrip()[:6].upper() in _WRITES
+        ):
+            stats.missed(operation, reason or _ELSEWHERE)
+
     def execute(self, operation: Any, parameters: Any = None) -> Any:
+        self._count(operation)
         if in_greenlet():
             return super().execute(operation, parameters)
         cursor = cast(_InlineCursor, self._cursor)
@@ -301,6 +433,7 @@ class _InlineAdaptedCursor(AsyncAdapt_aiosqlite_cursor):
         return None
 
     def executemany(self, operation: Any, seq_of_parameters: Any) -> Any:
+        self._count(operation)
         if in_greenlet():
             return super().executemany(operation, seq_of_parameters)
         cursor = cast(_InlineCursor, self._cursor)
@@ -360,6 +493,10 @@ class InlineConnection(aiosqlite.Connection):
         #: called in the event loop's thread after each commit, with the SQLite
         #: connection when the commit ran inline (nothing else is using it)
         self.on_commit: Callable[[sqlite3.Connection | None], None] | None = None
+        #: the engine's stats, and why the statement on its way to SQLAlchemy's path
+        #: did not run directly (set by `_SQLiteConnection.execute`)
+        self.stats: FastPathStats | None = None
+        self.miss_reason: str | None = None
 
     def cursor(self) -> Any:
         return _InlineCursor(self)

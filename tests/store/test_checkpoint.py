@@ -8,6 +8,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 
 from rubricflow.store.checkpoint import COMMITS_PER_CHECKPOINT
@@ -23,6 +24,7 @@ _blobs = sa.Table(
 _INSERT = _blobs.insert()
 
 
+@pytest.mark.fast_path_only
 def test_the_log_is_checkpointed_in_the_background_and_stays_small(tmp_path: Path) -> None:
     path = tmp_path / "store.db"
     commits = 16 * COMMITS_PER_CHECKPOINT

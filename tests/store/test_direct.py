@@ -87,6 +87,7 @@ async def _write_each(
             await connection.execute(statement(), {"id": number, **row})
 
 
+@pytest.mark.fast_path_only
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -231,6 +232,7 @@ def test_a_value_no_type_accepts_is_sqlalchemys_statement_error(tmp_path: Path) 
     asyncio.run(scenario())
 
 
+@pytest.mark.fast_path_only
 def test_with_cursor_listeners_every_statement_takes_sqlalchemys_path(tmp_path: Path) -> None:
     """Event listeners (and echo, execution options) see every statement: nothing is
     run around them."""
