@@ -10,17 +10,26 @@ review of a type that requires a human's approval (the artifact stays `in_review
 
 `SYSTEM_TRIGGERS` are fired by rubricflow's reviews, never by a person; `human_triggers`
 filters them out of what a person is told they can do.
+
+This module alone decides transitions: every state an artifact (or one of its revisions)
+is written in comes from `Lifecycle` — a new artifact's and a new revision's state, the
+state of a revision another replaces, each trigger's destination — and so do the guards
+beyond the edges (`Lifecycle.decide`: a person's `approve` waits for a passing review;
+`Lifecycle.claim_triggers`: what a worker's claim fires). The review service asks; the
+store writes what it is given.
 """
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from datetime import datetime
+from typing import Literal, Protocol, get_args
 
 from transitions import Machine, MachineError
 
-from rubricflow.errors import IllegalTransitionError
+from rubricflow.errors import IllegalTransitionError, ReviewError
 
 __all__ = [
+    "CREATE",
     "EDGES",
     "FINAL_STATES",
     "STATES",
@@ -28,6 +37,7 @@ __all__ = [
     "TRIGGERS",
     "ArtifactState",
     "Lifecycle",
+    "Standing",
     "human_triggers",
 ]
 
@@ -67,6 +77,19 @@ EDGES: dict[str, tuple[tuple[str, ...], str]] = {
 }
 TRIGGERS: tuple[str, ...] = tuple(EDGES)
 
+# the event that records a new artifact, in the machine's initial state (not a trigger)
+CREATE = "create"
+
+# A revision is `current` until `revise` stores a new one and it is `superseded`.
+REVISION_STATES = ("current", "superseded")
+REVISION_EDGES: dict[str, tuple[tuple[str, ...], str]] = {"revise": (("current",), "superseded")}
+
+# a person's triggers that wait until a running review has passed (the artifact awaits
+# approval): fired while the review runs they are refused, not applied
+AFTER_REVIEW_PASSED = frozenset({"approve"})
+# the review's outcome that leaves the artifact waiting for a human's approval
+AWAITS_APPROVAL = frozenset({"await_approval"})
+
 # fired by a review (a worker or an inline review), never by a person or a bot's call
 SYSTEM_TRIGGERS = frozenset({"start_review", "request_revision", "abort_review", "await_approval"})
 
@@ -76,28 +99,140 @@ def human_triggers(triggers: list[str]) -> list[str]:
     return [trigger for trigger in triggers if trigger not in SYSTEM_TRIGGERS]
 
 
+class Standing(Protocol):
+    """What the lifecycle needs to know of an artifact (a stored `Artifact` is one)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def awaiting_approval(self) -> bool: ...
+
+    @property
+    def lease_expires_at(self) -> datetime | None: ...
+
+
 class _Cursor:
     """The model `transitions` moves: one per check, so one machine serves every artifact."""
 
     state: str
 
 
+def _machine(
+    states: tuple[str, ...], edges: dict[str, tuple[tuple[str, ...], str]], initial: str
+) -> Machine:
+    return Machine(
+        model=None,
+        states=list(states),
+        transitions=[
+            {"trigger": trigger, "source": list(sources), "dest": dest}
+            for trigger, (sources, dest) in edges.items()
+        ],
+        initial=initial,
+        auto_transitions=False,
+        ignore_invalid_triggers=False,
+    )
+
+
+def _fire(machine: Machine, state: str, trigger: str) -> str:
+    """The state `trigger` moves a model in `state` to (`MachineError` when it may not)."""
+    cursor = _Cursor()
+    machine.add_model(cursor, initial=state)
+    try:
+        getattr(cursor, trigger)()
+    finally:
+        machine.remove_model(cursor)
+    return cursor.state
+
+
 class Lifecycle:
     """Which trigger takes an artifact from which state to which."""
 
     def __init__(self) -> None:
-        self._machine = Machine(
-            model=None,
-            states=list(STATES),
-            transitions=[
-                {"trigger": trigger, "source": list(sources), "dest": dest}
-                for trigger, (sources, dest) in EDGES.items()
-            ],
-            initial="draft",
-            auto_transitions=False,
-            ignore_invalid_triggers=False,
-        )
+        self._machine = _machine(STATES, EDGES, initial="draft")
         self._memo: dict[tuple[str, str], str] = {}
+        revisions = _machine(REVISION_STATES, REVISION_EDGES, initial="current")
+        #: the state a new artifact is created in (the machine's initial state)
+        self.initial_state: str = str(self._machine.initial)
+        #: the state a new revision is stored in
+        self.new_revision_state: str = str(revisions.initial)
+        #: the state `revise` leaves the revision it replaces in
+        self.retired_revision_state: str = _fire(revisions, self.new_revision_state, "revise")
+        # where a worker finds artifacts to claim: queued for a review, or in one
+        self._queued = EDGES["start_review"][0][0]
+        self._reviewing = EDGES["start_review"][1]
+
+    @property
+    def claimable_states(self) -> tuple[str, str]:
+        """(the state a review starts from, the state a review runs in): a worker claims
+        artifacts in the first whose time has come, and stranded ones in the second."""
+        return self._queued, self._reviewing
+
+    def allows(self, state: str, trigger: str) -> bool:
+        """Whether the machine takes `trigger` in `state` (guards aside)."""
+        try:
+            self.next_state("", state, trigger)
+        except IllegalTransitionError:
+            return False
+        return True
+
+    def under_review(self, artifact: Standing) -> bool:
+        """A review is running on it: in review and not (yet) waiting for a human."""
+        return artifact.status == self._reviewing and not artifact.awaiting_approval
+
+    def stranded(self, artifact: Standing, now: datetime) -> bool:
+        """Its review's lease has expired: the reviewer is gone, another may take over."""
+        expires = artifact.lease_expires_at
+        return self.under_review(artifact) and expires is not None and expires < now
+
+    def awaits_approval(self, trigger: str) -> bool:
+        """Whether `trigger` leaves the artifact waiting for a human's approval (every
+        other transition ends any wait)."""
+        return trigger in AWAITS_APPROVAL
+
+    def decide(self, artifact: Standing, trigger: str, *, by_review: bool = False) -> str:
+        """The state `trigger` moves `artifact` to, with every guard applied: the edge
+        (else `IllegalTransitionError`), and, for a person (`by_review=False`), that a
+        trigger such as `approve` waits until the running review has passed (else
+        `ReviewError`)."""
+        dest = self.next_state(artifact.id, artifact.status, trigger)
+        if not by_review and trigger in AFTER_REVIEW_PASSED and self.under_review(artifact):
+            raise ReviewError(
+                f"artifact {artifact.id!r} is still being reviewed; wait for the review, or "
+                "use `override` to approve whatever the rubrics say"
+            )
+        return dest
+
+    def check_reviewable(self, artifact: Standing) -> None:
+        """A review may finish only on an artifact under review, as claimed; anything else
+        is refused as a `start_review` its state does not allow."""
+        if not self.under_review(artifact):
+            raise IllegalTransitionError(
+                artifact.id, artifact.status, "start_review", self.allowed_triggers(artifact.status)
+            )
+
+    def claim_triggers(self, artifact: Standing, now: datetime) -> tuple[str, ...]:
+        """What a worker claiming `artifact` fires, in order: `start_review` for one that
+        is queued; `abort_review` then `start_review` to take over a stranded review;
+        nothing when it cannot be claimed."""
+        fired: tuple[str, ...] = ()
+        state = artifact.status
+        if self.stranded(artifact, now):
+            fired = ("abort_review",)
+            state = self.next_state(artifact.id, state, "abort_review")
+        if not self.allows(state, "start_review"):
+            return fired  # the takeover alone (no claim follows)
+        return (*fired, "start_review")
+
+    def open_to_people(self, artifact: Standing) -> list[str]:
+        """The triggers a person can fire on `artifact` now, guards included."""
+        allowed = human_triggers(self.allowed_triggers(artifact.status))
+        if self.under_review(artifact):
+            allowed = [t for t in allowed if t not in AFTER_REVIEW_PASSED]
+        return allowed
 
     def allowed_triggers(self, state: str) -> list[str]:
         """The triggers the machine accepts in `state`, in a stable order."""
@@ -113,15 +248,11 @@ class Lifecycle:
             return known
         if trigger not in EDGES or state not in STATES:
             raise IllegalTransitionError(artifact_id, state, trigger, self.allowed_triggers(state))
-        cursor = _Cursor()
-        self._machine.add_model(cursor, initial=state)
         try:
-            getattr(cursor, trigger)()
+            dest = _fire(self._machine, state, trigger)
         except MachineError:
             raise IllegalTransitionError(
                 artifact_id, state, trigger, self.allowed_triggers(state)
             ) from None
-        finally:
-            self._machine.remove_model(cursor)
-        self._memo[(state, trigger)] = cursor.state
-        return cursor.state
+        self._memo[(state, trigger)] = dest
+        return dest

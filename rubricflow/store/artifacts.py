@@ -1,26 +1,51 @@
 """Artifacts, their revisions, types and audit trail in the store.
 
-Every change of state goes through `write_transition`: one conditional UPDATE on the
-artifact's `version` (the optimistic lock) and one appended event row, in the caller's
-transaction. A writer that lost a race gets `ArtifactConflictError`.
+The store persists what it is told and decides nothing: every state it writes (a new
+artifact's, a transition's destination, a retired revision's) comes from the caller, which
+asks the lifecycle (`rubricflow.review.lifecycle`).
+
+`ArtifactRepository` reads, and writes what is one transaction by itself (a type, a new
+artifact, a lease renewal). Everything else happens in an `ArtifactTransaction` (a unit of
+work: `async with repository.transaction() as tx:`), which is committed whole when the
+block ends and rolled back on any error. Every change of state goes through
+`ArtifactTransaction.transition`: one conditional UPDATE on the artifact's `version` (the
+optimistic lock) and one appended event row. A writer that lost a race gets None, or
+`ArtifactConflictError` from `write_transition`. Database errors become rubricflow errors
+here; no caller sees SQLAlchemy.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import Any, NamedTuple
+from types import TracebackType
+from typing import Any
 
 import sqlalchemy as sa
-from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from rubricflow.errors import ArtifactConflictError, NotFoundError
-from rubricflow.results import Evaluation, canonical_json
+from rubricflow.errors import ArtifactConflictError, NotFoundError, ReviewError
+from rubricflow.model import Rubric
+from rubricflow.results import Evaluation
 from rubricflow.store._sql import INCOMPLETE, as_utc, utcnow
+from rubricflow.store.artifact_models import (
+    KEEP,
+    Artifact,
+    ArtifactEvent,
+    ArtifactType,
+    Change,
+    Keep,
+    NewArtifact,
+    RubricBinding,
+    Submitting,
+    content_hash,
+)
 from rubricflow.store.database import Database
+from rubricflow.store.evaluations import EvaluationStore
+from rubricflow.store.rubrics import RubricRegistry
 from rubricflow.store.tables import (
     ArtifactEventRow,
     ArtifactRevisionRow,
@@ -30,11 +55,18 @@ from rubricflow.store.tables import (
 )
 
 __all__ = [
+    "KEEP",
     "Artifact",
     "ArtifactEvent",
     "ArtifactRepository",
+    "ArtifactTransaction",
     "ArtifactType",
+    "Change",
+    "Keep",
+    "NewArtifact",
     "RubricBinding",
+    "Submitting",
+    "content_hash",
 ]
 
 _types = ArtifactTypeRow.__table__  # type: ignore[attr-defined]
@@ -90,107 +122,340 @@ _REVIEWED = sa.select(_evaluations.c.document).where(
 )
 
 
-class RubricBinding(BaseModel):
-    """A rubric an artifact type is reviewed against: the latest version, or a pinned one.
-    A `blocking` rubric's failure rejects the artifact instead of asking for revision."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    rubric_id: str
-    version: str | None = None
-    blocking: bool = False
-
-    @classmethod
-    def parse(cls, spec: str, *, blocking: bool = False) -> RubricBinding:
-        """`ID` (latest) or `ID@VERSION` (pinned)."""
-        rubric_id, _, version = spec.partition("@")
-        return cls(rubric_id=rubric_id, version=version or None, blocking=blocking)
-
-    def __str__(self) -> str:
-        return f"{self.rubric_id}@{self.version}" if self.version else self.rubric_id
+_RETIRE_REVISION = _revisions.update().where(
+    _revisions.c.artifact_id == sa.bindparam("match_id"),
+    _revisions.c.revision == sa.bindparam("match_revision"),
+)
+_NOT_FOUND = "no artifact {!r}; `rubricflow artifacts list` shows them"
 
 
-class ArtifactType(BaseModel):
-    """What kind of artifact this is and how it is reviewed."""
+class ArtifactTransaction:
+    """One transaction's reads and writes on artifacts (a unit of work), with the rubric
+    and evaluation reads and writes a review makes in it. Get one from
+    `ArtifactRepository.transaction()` (or `reading()`, for reads only)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    def __init__(
+        self,
+        opening: AbstractAsyncContextManager[AsyncConnection],
+        rubrics: RubricRegistry,
+        evaluations: EvaluationStore,
+    ) -> None:
+        self._opening = opening
+        self._rubrics = rubrics
+        self._evaluations = evaluations
 
-    name: str = Field(min_length=1)
-    rubrics: tuple[RubricBinding, ...] = ()
-    auto_review: bool = True
-    requires_approval: bool = False
-    approval_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
-    content_schema: dict[str, Any] | None = None
-    description: str = ""
+    # a class, not an @asynccontextmanager: this runs four times per reviewed artifact
+    async def __aenter__(self) -> ArtifactTransaction:
+        self._connection = await self._opening.__aenter__()
+        return self
 
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> bool | None:
+        return await self._opening.__aexit__(kind, error, trace)
 
-class Artifact(BaseModel):
-    """An artifact's current state and the content of its current revision."""
+    # --- reads ---------------------------------------------------------------------------
+    async def get(self, artifact_id: str) -> Artifact:
+        row = (await self._connection.execute(_GET, {"artifact_id": artifact_id})).first()
+        if row is None:
+            raise NotFoundError(_NOT_FOUND.format(artifact_id))
+        return _artifact(row)
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    async def get_for_submit(self, artifact_id: str) -> Submitting:
+        """The artifact with what submitting it needs to know, read at once."""
+        row = (await self._connection.execute(_SUBMITTING, {"artifact_id": artifact_id})).first()
+        if row is None:
+            raise NotFoundError(_NOT_FOUND.format(artifact_id))
+        return Submitting(
+            _artifact(row),
+            ArtifactType.model_validate_json(row.type_document),
+            int(row.last_seq),
+            bool(row.reviewed),
+        )
 
-    id: str
-    type: str
-    status: str
-    revision: int
-    version: int
-    content: Any
-    content_hash: str
-    title: str | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    created_by: str
-    created_at: datetime
-    updated_at: datetime
-    queued_at: datetime | None = None
-    awaiting_approval: bool = False
-    lease_owner: str | None = None
-    lease_expires_at: datetime | None = None
-    last_reason: str | None = None
+    async def get_type(self, name: str) -> ArtifactType:
+        return await _get_type(self._connection, name)
 
-    def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+    async def rubric(self, binding: RubricBinding) -> Rubric:
+        """The rubric `binding` names: its pinned version, or the latest one now."""
+        return await self._rubrics.get(
+            binding.rubric_id, binding.version, connection=self._connection
+        )
 
+    async def reviewed(self, artifact_id: str, revision: int) -> list[Evaluation]:
+        """The complete evaluations stored for one revision of the artifact (at most one
+        per rubric version), for a review to reuse instead of evaluating again."""
+        rows = await self._connection.execute(
+            _REVIEWED, {"artifact_id": artifact_id, "revision": revision}
+        )
+        return [Evaluation.model_validate_json(row.document) for row in rows]
 
-class ArtifactEvent(BaseModel):
-    """One entry of the audit trail."""
+    async def claimable(
+        self, *, now: datetime, queued: str, reviewing: str, limit: int = 1
+    ) -> list[str]:
+        """Ids of artifacts a worker may claim, longest waiting first: those in `queued`
+        whose time has come, and those in `reviewing` (not awaiting approval) whose lease
+        expired. PostgreSQL skips rows other workers hold locked."""
+        c = _artifacts.c
+        waiting = (c.status == queued) & (c.queued_at.is_(None) | (c.queued_at <= now))
+        stranded = (c.status == reviewing) & (~c.awaiting_approval) & (c.lease_expires_at < now)
+        query = (
+            sa.select(c.id)
+            .where(waiting | stranded)
+            .order_by(c.queued_at.asc().nulls_first(), c.id)
+            .limit(limit)
+        )
+        if self._connection.dialect.name == "postgresql":
+            query = query.with_for_update(skip_locked=True)
+        return [row.id for row in await self._connection.execute(query)]
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # --- writes --------------------------------------------------------------------------
+    async def save_evaluation(
+        self, evaluation: Evaluation, *, artifact_id: str, revision: int
+    ) -> Evaluation:
+        """`EvaluationStore.save_for_review` in this transaction."""
+        return await self._evaluations.save_for_review(
+            evaluation, artifact_id=artifact_id, revision=revision, connection=self._connection
+        )
 
-    artifact_id: str
-    seq: int
-    revision: int
-    trigger: str
-    source: str
-    dest: str
-    actor: str
-    reason: str | None = None
-    evaluation_ids: tuple[str, ...] = ()
-    created_at: datetime
+    async def insert(self, new: NewArtifact) -> tuple[Artifact, ArtifactEvent]:
+        """Insert a new artifact in `new.state`, revision 1 (in `new.revision_state`), and
+        its `new.trigger` event; returns both as written, so the caller need not read them
+        back."""
+        artifact_id, type_name, content, actor, title, metadata, trigger, state, _ = new
+        now = utcnow()
+        metadata_json = json.dumps(metadata, ensure_ascii=False)
+        await self._connection.execute(
+            _INSERT_ARTIFACT,
+            {
+                "id": artifact_id,
+                "type": type_name,
+                "status": state,
+                "revision": 1,
+                "version": 1,
+                "title": title,
+                "metadata_json": metadata_json,
+                "created_by": actor,
+                "created_at": now,
+                "updated_at": now,
+                "awaiting_approval": False,
+            },
+        )
+        stored, digest = await self._insert_revision(
+            artifact_id, 1, content, actor=actor, reason="created", status=new.revision_state
+        )
+        event = await self._append_event(
+            artifact_id=artifact_id,
+            revision=1,
+            trigger=trigger,
+            source="",
+            dest=state,
+            actor=actor,
+            reason=None,
+            evaluation_ids=(),
+            seq=1,  # the artifact row was just inserted: it has no events yet
+        )
+        artifact = Artifact(
+            id=artifact_id,
+            type=type_name,
+            status=state,
+            revision=1,
+            version=1,
+            content=json.loads(stored),
+            content_hash=digest,
+            title=title,
+            metadata=json.loads(metadata_json),
+            created_by=actor,
+            created_at=now,
+            updated_at=now,
+        )
+        return artifact, event
 
-    def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+    async def add_revision(
+        self,
+        artifact: Artifact,
+        content: Any,
+        *,
+        actor: str,
+        reason: str | None,
+        status: str,
+        retired_status: str,
+    ) -> Artifact:
+        """Record the artifact's current revision as `retired_status` and store `content`
+        as the next revision, in `status`. Returns `artifact` with the new content; the
+        transition that moves it to the new revision (`Change.revision`) comes next."""
+        await self._connection.execute(
+            _RETIRE_REVISION,
+            {
+                "match_id": artifact.id,
+                "match_revision": artifact.revision,
+                "status": retired_status,
+            },
+        )
+        stored, digest = await self._insert_revision(
+            artifact.id, artifact.revision + 1, content, actor=actor, reason=reason, status=status
+        )
+        return artifact.model_copy(update={"content": json.loads(stored), "content_hash": digest})
 
+    async def _insert_revision(
+        self,
+        artifact_id: str,
+        revision: int,
+        content: Any,
+        *,
+        actor: str,
+        reason: str | None,
+        status: str,
+    ) -> tuple[str, str]:
+        """Store a revision's content; returns (the stored JSON text, the content hash)."""
+        stored = json.dumps(content, ensure_ascii=False)
+        digest = content_hash(content)
+        await self._connection.execute(
+            _INSERT_REVISION,
+            {
+                "artifact_id": artifact_id,
+                "revision": revision,
+                "content": stored,
+                "content_hash": digest,
+                "reason": reason,
+                "actor": actor,
+                "status": status,
+                "created_at": utcnow(),
+            },
+        )
+        return stored, digest
 
-class Submitting(NamedTuple):
-    """An artifact about to be submitted: its type, the number of its latest event, and
-    whether complete evaluations of its current revision are stored."""
+    async def _append_event(
+        self,
+        *,
+        artifact_id: str,
+        revision: int,
+        trigger: str,
+        source: str,
+        dest: str,
+        actor: str,
+        reason: str | None,
+        evaluation_ids: Sequence[str],
+        seq: int | None = None,
+    ) -> ArtifactEvent:
+        """Append the artifact's next event: number `seq` when the caller knows it, else
+        one past the highest stored (the unique (artifact, seq) key refuses a wrong guess)."""
+        if seq is None:
+            last = await self._connection.execute(_LAST_SEQ, {"artifact_id": artifact_id})
+            seq = last.scalar_one() + 1
+        event = ArtifactEvent(
+            artifact_id=artifact_id,
+            seq=seq,
+            revision=revision,
+            trigger=trigger,
+            source=source,
+            dest=dest,
+            actor=actor,
+            reason=reason,
+            evaluation_ids=tuple(evaluation_ids),
+            created_at=utcnow(),
+        )
+        row = event.model_dump()
+        row["evaluation_ids"] = json.dumps(list(event.evaluation_ids))
+        await self._connection.execute(_INSERT_EVENT, row)
+        return event
 
-    artifact: Artifact
-    artifact_type: ArtifactType
-    last_seq: int
-    reviewed: bool
+    async def write_transition(
+        self, artifact: Artifact, change: Change, *, seq: int | None = None
+    ) -> tuple[ArtifactEvent, Artifact]:
+        """`transition`, raising `ArtifactConflictError` (naming the artifact's state now)
+        when another writer changed it since it was read."""
+        written = await self.transition(artifact, change, seq=seq)
+        if written is None:
+            raise await self._conflict(artifact, change.trigger)
+        return written
 
+    async def transition(
+        self, artifact: Artifact, change: Change, *, seq: int | None = None
+    ) -> tuple[ArtifactEvent, Artifact] | None:
+        """Move `artifact` (as last read, at its `version`) as `change` says and log the
+        event; the event and the artifact as written (content as in `artifact`), or None,
+        having written nothing, when another writer changed the artifact since it was read.
 
-def content_hash(content: Any) -> str:
-    text = content if isinstance(content, str) else canonical_json(content)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+        `seq` is the new event's number when the caller knows it: one past the event that
+        left the artifact at the version it holds (every transition bumps the version and
+        appends one event in the same transaction, so a matching version means no event
+        came in between)."""
+        values: dict[str, Any] = {
+            "status": change.dest,
+            "version": artifact.version + 1,
+            "updated_at": utcnow(),
+            "last_reason": change.reason,
+            "lease_owner": change.lease_owner,
+            "lease_expires_at": change.lease_expires_at,
+            "awaiting_approval": change.awaiting_approval,
+        }
+        if change.queued_at is not KEEP:
+            values["queued_at"] = change.queued_at
+        if change.revision is not None:
+            values["revision"] = change.revision
+        done = await self._connection.execute(
+            _TRANSITION, {**values, "match_id": artifact.id, "match_version": artifact.version}
+        )
+        if done.rowcount != 1:
+            return None
+        event = await self._append_event(
+            artifact_id=artifact.id,
+            revision=values.get("revision", artifact.revision),
+            trigger=change.trigger,
+            source=artifact.status,
+            dest=change.dest,
+            actor=change.actor,
+            reason=change.reason,
+            evaluation_ids=change.evaluation_ids,
+            seq=seq,
+        )
+        return event, artifact.model_copy(update=values)
+
+    async def _conflict(self, artifact: Artifact, trigger: str) -> ArtifactConflictError:
+        """The error for a `trigger` that lost the race for `artifact`, naming its state now."""
+        current = (
+            await self._connection.execute(
+                sa.select(_artifacts.c.status, _artifacts.c.version).where(
+                    _artifacts.c.id == artifact.id
+                )
+            )
+        ).first()
+        now = f"now {current.status}, version {current.version}" if current else "now gone"
+        return ArtifactConflictError(
+            f"artifact {artifact.id!r} was changed by another writer while {trigger!r} "
+            f"was being applied (read at version {artifact.version}, {now}); "
+            "reload it and retry"
+        )
 
 
 class ArtifactRepository:
-    """Low-level reads and writes; the review service decides which transitions happen."""
+    """Artifact reads, the writes that are one transaction by themselves, and the unit of
+    work (`transaction`) for the rest; the caller decides which transitions happen."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(
+        self,
+        database: Database,
+        *,
+        rubrics: RubricRegistry | None = None,
+        evaluations: EvaluationStore | None = None,
+    ) -> None:
         self.database = database
+        self.rubrics = rubrics or RubricRegistry(database)
+        self.evaluations = evaluations or EvaluationStore(database)
+
+    def transaction(self) -> ArtifactTransaction:
+        """A unit of work (`async with repository.transaction() as tx:`): committed when
+        the block ends, rolled back on any error."""
+        return ArtifactTransaction(self.database.transaction(), self.rubrics, self.evaluations)
+
+    def reading(self) -> ArtifactTransaction:
+        """A unit of work for reads only: it takes no SQLite write lock; anything written
+        through it is rolled back."""
+        return ArtifactTransaction(self.database.read(), self.rubrics, self.evaluations)
 
     # --- types -------------------------------------------------------------------------
     async def put_type(self, artifact_type: ArtifactType) -> None:
@@ -208,17 +473,9 @@ class ArtifactRepository:
                     )
                 )
 
-    async def get_type(self, name: str, connection: AsyncConnection | None = None) -> ArtifactType:
-        if connection is None:
-            async with self.database.read() as own:
-                return await self.get_type(name, own)
-        row = (await connection.execute(_TYPE_DOCUMENT, {"name": name})).first()
-        if row is None:
-            raise NotFoundError(
-                f"no artifact type {name!r}; define it with "
-                f"`rubricflow types set {name} --rubric RUBRIC_ID`"
-            )
-        return ArtifactType.model_validate_json(row.document)
+    async def get_type(self, name: str) -> ArtifactType:
+        async with self.database.read() as connection:
+            return await _get_type(connection, name)
 
     async def list_types(self) -> list[ArtifactType]:
         async with self.database.read() as connection:
@@ -228,238 +485,19 @@ class ArtifactRepository:
         return [ArtifactType.model_validate_json(row.document) for row in rows]
 
     # --- artifacts -----------------------------------------------------------------------
-    async def insert(
-        self,
-        connection: AsyncConnection,
-        *,
-        artifact_id: str,
-        type_name: str,
-        content: Any,
-        actor: str,
-        title: str | None,
-        metadata: dict[str, Any],
-    ) -> tuple[Artifact, ArtifactEvent]:
-        """Insert a new artifact (draft, revision 1) and its `create` event; returns both as
-        written, so the caller need not read them back."""
-        now = utcnow()
-        metadata_json = json.dumps(metadata, ensure_ascii=False)
-        await connection.execute(
-            _INSERT_ARTIFACT,
-            {
-                "id": artifact_id,
-                "type": type_name,
-                "status": "draft",
-                "revision": 1,
-                "version": 1,
-                "title": title,
-                "metadata_json": metadata_json,
-                "created_by": actor,
-                "created_at": now,
-                "updated_at": now,
-                "awaiting_approval": False,
-            },
-        )
-        stored, digest = await self.insert_revision(
-            connection, artifact_id, 1, content, actor=actor, reason="created"
-        )
-        event = await self.append_event(
-            connection,
-            artifact_id=artifact_id,
-            revision=1,
-            trigger="create",
-            source="",
-            dest="draft",
-            actor=actor,
-            reason=None,
-            evaluation_ids=(),
-            seq=1,  # the artifact row was just inserted: it has no events yet
-        )
-        artifact = Artifact(
-            id=artifact_id,
-            type=type_name,
-            status="draft",
-            revision=1,
-            version=1,
-            content=json.loads(stored),
-            content_hash=digest,
-            title=title,
-            metadata=json.loads(metadata_json),
-            created_by=actor,
-            created_at=now,
-            updated_at=now,
-        )
-        return artifact, event
-
-    async def insert_revision(
-        self,
-        connection: AsyncConnection,
-        artifact_id: str,
-        revision: int,
-        content: Any,
-        *,
-        actor: str,
-        reason: str | None,
-    ) -> tuple[str, str]:
-        """Store a revision's content; returns (the stored JSON text, the content hash)."""
-        stored = json.dumps(content, ensure_ascii=False)
-        digest = content_hash(content)
-        await connection.execute(
-            _INSERT_REVISION,
-            {
-                "artifact_id": artifact_id,
-                "revision": revision,
-                "content": stored,
-                "content_hash": digest,
-                "reason": reason,
-                "actor": actor,
-                "status": "current",
-                "created_at": utcnow(),
-            },
-        )
-        return stored, digest
-
-    async def supersede_revision(
-        self, connection: AsyncConnection, artifact_id: str, revision: int
-    ) -> None:
-        await connection.execute(
-            _revisions.update()
-            .where(_revisions.c.artifact_id == artifact_id, _revisions.c.revision == revision)
-            .values(status="superseded")
-        )
-
-    async def append_event(
-        self,
-        connection: AsyncConnection,
-        *,
-        artifact_id: str,
-        revision: int,
-        trigger: str,
-        source: str,
-        dest: str,
-        actor: str,
-        reason: str | None,
-        evaluation_ids: Sequence[str],
-        seq: int | None = None,
-    ) -> ArtifactEvent:
-        """Append the artifact's next event: number `seq` when the caller knows it, else
-        one past the highest stored (the unique (artifact, seq) key refuses a wrong guess)."""
-        if seq is None:
-            last = await connection.execute(_LAST_SEQ, {"artifact_id": artifact_id})
-            seq = last.scalar_one() + 1
-        event = ArtifactEvent(
-            artifact_id=artifact_id,
-            seq=seq,
-            revision=revision,
-            trigger=trigger,
-            source=source,
-            dest=dest,
-            actor=actor,
-            reason=reason,
-            evaluation_ids=tuple(evaluation_ids),
-            created_at=utcnow(),
-        )
-        row = event.model_dump()
-        row["evaluation_ids"] = json.dumps(list(event.evaluation_ids))
-        await connection.execute(_INSERT_EVENT, row)
-        return event
-
-    async def write_transition(
-        self,
-        connection: AsyncConnection,
-        artifact: Artifact,
-        *,
-        trigger: str,
-        dest: str,
-        actor: str,
-        reason: str | None = None,
-        evaluation_ids: Sequence[str] = (),
-        updates: dict[str, Any] | None = None,
-        seq: int | None = None,
-    ) -> tuple[ArtifactEvent, Artifact]:
-        """Move `artifact` (as last read, at its `version`) to `dest` and log the event;
-        the event and the artifact as written (see `transition`).
-
-        Raises `ArtifactConflictError` when another writer changed it since it was read.
-        """
-        written = await self.transition(
-            connection,
-            artifact,
-            trigger=trigger,
-            dest=dest,
-            actor=actor,
-            reason=reason,
-            evaluation_ids=evaluation_ids,
-            updates=updates,
-            seq=seq,
-        )
-        if written is None:
-            raise await self.conflict(connection, artifact, trigger)
-        return written
-
-    async def transition(
-        self,
-        connection: AsyncConnection,
-        artifact: Artifact,
-        *,
-        trigger: str,
-        dest: str,
-        actor: str,
-        reason: str | None = None,
-        evaluation_ids: Sequence[str] = (),
-        updates: dict[str, Any] | None = None,
-        seq: int | None = None,
-    ) -> tuple[ArtifactEvent, Artifact] | None:
-        """`write_transition` that returns the event and the artifact as written (content
-        as in `artifact`: a new revision's content must be read back), or None, having
-        written nothing, when another writer changed the artifact since it was read.
-
-        `seq` is the new event's number when the caller knows it: one past the event that
-        left the artifact at the version it holds (every transition bumps the version and
-        appends one event in the same transaction, so a matching version means no event
-        came in between)."""
-        values: dict[str, Any] = {
-            "status": dest,
-            "version": artifact.version + 1,
-            "updated_at": utcnow(),
-            "last_reason": reason,
-        }
-        values.update(updates or {})
-        done = await connection.execute(
-            _TRANSITION, {**values, "match_id": artifact.id, "match_version": artifact.version}
-        )
-        if done.rowcount != 1:
-            return None
-        event = await self.append_event(
-            connection,
-            artifact_id=artifact.id,
-            revision=values.get("revision", artifact.revision),
-            trigger=trigger,
-            source=artifact.status,
-            dest=dest,
-            actor=actor,
-            reason=reason,
-            evaluation_ids=evaluation_ids,
-            seq=seq,
-        )
-        return event, artifact.model_copy(update=values)
-
-    async def conflict(
-        self, connection: AsyncConnection, artifact: Artifact, trigger: str
-    ) -> ArtifactConflictError:
-        """The error for a `trigger` that lost the race for `artifact`, naming its state now."""
-        current = (
-            await connection.execute(
-                sa.select(_artifacts.c.status, _artifacts.c.version).where(
-                    _artifacts.c.id == artifact.id
-                )
-            )
-        ).first()
-        now = f"now {current.status}, version {current.version}" if current else "now gone"
-        return ArtifactConflictError(
-            f"artifact {artifact.id!r} was changed by another writer while {trigger!r} "
-            f"was being applied (read at version {artifact.version}, {now}); "
-            "reload it and retry"
-        )
+    async def create(self, new: NewArtifact) -> tuple[Artifact, ArtifactEvent]:
+        """`ArtifactTransaction.insert` in a transaction of its own. An unknown type is
+        `NotFoundError`, an id already taken `ReviewError`."""
+        try:
+            async with self.transaction() as tx:
+                return await tx.insert(new)
+        except IntegrityError:
+            # the type (a foreign key) is unknown, or the id is taken
+            await self.get_type(new.type_name)
+            raise ReviewError(
+                f"an artifact {new.artifact_id!r} already exists; choose another id, or revise "
+                f"it (`rubricflow artifacts revise {new.artifact_id} FILE --reason ...`)"
+            ) from None
 
     async def renew_lease(self, artifact: Artifact, expires_at: datetime) -> bool:
         """Extend the lease of a review still held as claimed (same version and owner);
@@ -476,30 +514,9 @@ class ArtifactRepository:
             )
         return bool(done.rowcount == 1)
 
-    async def get(self, artifact_id: str, connection: AsyncConnection | None = None) -> Artifact:
-        if connection is None:
-            async with self.database.read() as own:
-                return await self.get(artifact_id, own)
-        row = (await connection.execute(_GET, {"artifact_id": artifact_id})).first()
-        if row is None:
-            raise NotFoundError(
-                f"no artifact {artifact_id!r}; `rubricflow artifacts list` shows them"
-            )
-        return _artifact(row)
-
-    async def get_for_submit(self, connection: AsyncConnection, artifact_id: str) -> Submitting:
-        """The artifact with what submitting it needs to know, read at once."""
-        row = (await connection.execute(_SUBMITTING, {"artifact_id": artifact_id})).first()
-        if row is None:
-            raise NotFoundError(
-                f"no artifact {artifact_id!r}; `rubricflow artifacts list` shows them"
-            )
-        return Submitting(
-            _artifact(row),
-            ArtifactType.model_validate_json(row.type_document),
-            int(row.last_seq),
-            bool(row.reviewed),
-        )
+    async def get(self, artifact_id: str) -> Artifact:
+        async with self.reading() as tx:
+            return await tx.get(artifact_id)
 
     async def list_artifacts(
         self,
@@ -551,33 +568,15 @@ class ArtifactRepository:
             for row in rows
         ]
 
-    async def reviewed(
-        self, connection: AsyncConnection, artifact_id: str, revision: int
-    ) -> list[Evaluation]:
-        """The complete evaluations stored for one revision of the artifact (at most one
-        per rubric version), for a review to reuse instead of evaluating again."""
-        rows = await connection.execute(
-            _REVIEWED, {"artifact_id": artifact_id, "revision": revision}
-        )
-        return [Evaluation.model_validate_json(row.document) for row in rows]
 
-    async def claimable(
-        self, connection: AsyncConnection, *, now: datetime, limit: int = 1
-    ) -> list[str]:
-        """Ids of artifacts a worker may claim: queued ones whose time has come, and
-        reviews whose lease expired. PostgreSQL skips rows other workers hold locked."""
-        c = _artifacts.c
-        waiting = (c.status == "pending_review") & (c.queued_at.is_(None) | (c.queued_at <= now))
-        stranded = (c.status == "in_review") & (~c.awaiting_approval) & (c.lease_expires_at < now)
-        query = (
-            sa.select(c.id)
-            .where(waiting | stranded)
-            .order_by(c.queued_at.asc().nulls_first(), c.id)
-            .limit(limit)
+async def _get_type(connection: AsyncConnection, name: str) -> ArtifactType:
+    row = (await connection.execute(_TYPE_DOCUMENT, {"name": name})).first()
+    if row is None:
+        raise NotFoundError(
+            f"no artifact type {name!r}; define it with "
+            f"`rubricflow types set {name} --rubric RUBRIC_ID`"
         )
-        if connection.dialect.name == "postgresql":
-            query = query.with_for_update(skip_locked=True)
-        return [row.id for row in await connection.execute(query)]
+    return ArtifactType.model_validate_json(row.document)
 
 
 def _artifact(row: Any) -> Artifact:

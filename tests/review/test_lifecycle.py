@@ -288,3 +288,65 @@ def test_dataknobs_superseded_edges_are_covered_by_supersede_and_archive() -> No
     for source in ("pending_review", "in_review", "rejected", "superseded", "archived"):
         with pytest.raises(IllegalTransitionError, match=f"is {source}: 'supersede'"):
             lifecycle.next_state("a", source, "supersede")
+
+
+# ------------------------------------------------- the guards beyond the edges
+
+
+class _Seen:
+    """What the lifecycle sees of an artifact."""
+
+    def __init__(
+        self, status: str, *, awaiting: bool = False, lease_expires_at: Any = None
+    ) -> None:
+        self.id = "a-1"
+        self.status = status
+        self.awaiting_approval = awaiting
+        self.lease_expires_at = lease_expires_at
+
+
+def test_the_lifecycle_names_the_states_of_new_artifacts_and_revisions() -> None:
+    lifecycle = Lifecycle()
+    assert lifecycle.initial_state == "draft"
+    assert (lifecycle.new_revision_state, lifecycle.retired_revision_state) == (
+        "current",
+        "superseded",
+    )
+    assert lifecycle.claimable_states == ("pending_review", "in_review")
+
+
+def test_a_persons_approve_waits_for_the_review_to_pass_but_the_reviews_does_not() -> None:
+    from rubricflow.errors import ReviewError
+
+    lifecycle = Lifecycle()
+    running = _Seen("in_review")
+    with pytest.raises(ReviewError, match="still being reviewed"):
+        lifecycle.decide(running, "approve")
+    assert lifecycle.decide(running, "approve", by_review=True) == "approved"
+    assert lifecycle.decide(_Seen("in_review", awaiting=True), "approve") == "approved"
+    assert lifecycle.decide(running, "override") == "approved"
+    assert "approve" not in lifecycle.open_to_people(running)
+    assert "approve" in lifecycle.open_to_people(_Seen("in_review", awaiting=True))
+    with pytest.raises(IllegalTransitionError, match="is draft: 'approve'"):
+        lifecycle.decide(_Seen("draft"), "approve")
+    assert lifecycle.awaits_approval("await_approval")
+    assert not any(lifecycle.awaits_approval(t) for t in TRIGGERS if t != "await_approval")
+
+
+def test_a_claim_starts_a_queued_review_or_takes_over_a_stranded_one() -> None:
+    from datetime import datetime, timedelta, timezone
+
+    lifecycle = Lifecycle()
+    now = datetime.now(timezone.utc)
+    past, future = now - timedelta(seconds=1), now + timedelta(seconds=60)
+    assert lifecycle.claim_triggers(_Seen("pending_review"), now) == ("start_review",)
+    stranded = _Seen("in_review", lease_expires_at=past)
+    assert lifecycle.claim_triggers(stranded, now) == ("abort_review", "start_review")
+    assert lifecycle.claim_triggers(_Seen("in_review", lease_expires_at=future), now) == ()
+    waiting = _Seen("in_review", awaiting=True, lease_expires_at=past)
+    assert lifecycle.claim_triggers(waiting, now) == ()
+    for state in ("draft", "approved", "archived"):
+        assert lifecycle.claim_triggers(_Seen(state), now) == ()
+    with pytest.raises(IllegalTransitionError, match="'start_review'"):
+        lifecycle.check_reviewable(waiting)
+    lifecycle.check_reviewable(stranded)  # still under review: its outcome may commit

@@ -21,6 +21,7 @@ from rubricflow.review import ArtifactRegistry
 from rubricflow.review.worker import Worker
 from rubricflow.store import Store
 from rubricflow.store._sql import utcnow
+from rubricflow.store.artifacts import Change, NewArtifact
 
 from .checks_plugin import ReviewChecks
 from .conftest import (
@@ -263,28 +264,33 @@ async def _queue(registry: ArtifactRegistry, count: int) -> dict[str, str]:
     service's one-by-one calls; those are tested on their own."""
     await doc_types(registry)
     expected: dict[str, str] = {}
-    repository = registry.repository
-    async with registry.store.database.transaction() as connection:
+    repository, lifecycle = registry.repository, registry.lifecycle
+    async with repository.transaction() as tx:
         for n in range(count):
             artifact_id = f"a{n:04d}"
             content = FAIL if n % 4 == 0 else PASS
-            await repository.insert(
-                connection,
-                artifact_id=artifact_id,
-                type_name="doc",
-                content=content,
-                actor="bot",
-                title=None,
-                metadata={},
+            await tx.insert(
+                NewArtifact(
+                    artifact_id=artifact_id,
+                    type_name="doc",
+                    content=content,
+                    actor="bot",
+                    title=None,
+                    metadata={},
+                    trigger="create",
+                    state=lifecycle.initial_state,
+                    revision_state=lifecycle.new_revision_state,
+                )
             )
-            await repository.write_transition(
-                connection,
-                await repository.get(artifact_id, connection),
-                trigger="submit",
-                dest="pending_review",
-                actor="bot",
-                reason="submitted",
-                updates={"queued_at": utcnow()},
+            await tx.write_transition(
+                await tx.get(artifact_id),
+                Change(
+                    trigger="submit",
+                    dest="pending_review",
+                    actor="bot",
+                    reason="submitted",
+                    queued_at=utcnow(),
+                ),
             )
             expected[artifact_id] = "needs_revision" if n % 4 == 0 else "approved"
     assert len(await registry.list_artifacts(status="pending_review", limit=1000)) == count

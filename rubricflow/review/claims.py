@@ -1,0 +1,118 @@
+"""Worker claims: who reviews which artifact, and for how long.
+
+A claim is one transaction: a conditional write on the artifact's `version`, so of
+several workers racing for one artifact one wins (PostgreSQL also skips rows other workers
+hold, `FOR UPDATE SKIP LOCKED`). It sets a lease, which the reviewer renews while it
+works (`keep_lease`); a review whose lease expired is taken over by the next claim. What
+a claim fires is the lifecycle's answer (`Lifecycle.claim_triggers`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import timedelta
+
+from rubricflow.errors import IllegalTransitionError
+from rubricflow.review.context import SYSTEM_ACTOR, ReviewContext, utcnow
+from rubricflow.store.artifacts import Artifact, ArtifactEvent, Change
+
+__all__ = ["ReviewClaims"]
+
+logger = logging.getLogger("rubricflow.review")
+
+
+class ReviewClaims:
+    """Claims reviews for workers (and the inline review), and keeps their leases."""
+
+    def __init__(self, context: ReviewContext) -> None:
+        self._context = context
+
+    async def claim(self, artifact_id: str, *, worker: str) -> Artifact:
+        """Start the review of this queued artifact (or take over an expired lease)."""
+        claimed = await self._claim(worker, artifact_id)
+        if claimed is None:
+            artifact = await self._context.repository.get(artifact_id)
+            raise IllegalTransitionError(
+                artifact.id,
+                artifact.status,
+                "start_review",
+                self._context.lifecycle.allowed_triggers(artifact.status),
+            )
+        return claimed
+
+    async def claim_next(self, *, worker: str) -> Artifact | None:
+        """Claim the next artifact waiting for review, if any, in one transaction (on
+        PostgreSQL, rows other workers hold are skipped)."""
+        return await self._claim(worker, None)
+
+    async def claim_submitted(
+        self, artifact: Artifact, *, worker: str, seq: int
+    ) -> tuple[Artifact, ArtifactEvent]:
+        """Claim an artifact this process has just submitted, as written (no second look),
+        for its inline review; `seq` numbers the claim's event."""
+        return await self._context.commit(artifact, self._start(artifact, worker), seq=seq)
+
+    def _start(self, artifact: Artifact, worker: str) -> Change:
+        """`start_review` by `worker`, who holds the lease from now."""
+        return self._context.change(
+            artifact,
+            "start_review",
+            actor=worker,
+            reason="review started",
+            by_review=True,
+            lease_owner=worker,
+            lease_expires_at=utcnow() + timedelta(seconds=self._context.lease_seconds),
+        )
+
+    async def _claim(self, worker: str, artifact_id: str | None) -> Artifact | None:
+        context = self._context
+        lifecycle = context.lifecycle
+        now = utcnow()
+        events: list[ArtifactEvent] = []
+        async with context.repository.transaction() as tx:
+            if artifact_id is None:
+                queued, reviewing = lifecycle.claimable_states
+                ids = await tx.claimable(now=now, queued=queued, reviewing=reviewing)
+                if not ids:
+                    return None
+                artifact_id = ids[0]
+            artifact = await tx.get(artifact_id)
+            fired = lifecycle.claim_triggers(artifact, now)
+            if "abort_review" in fired:  # its reviewer is gone: take the review over
+                aborted, artifact = await tx.write_transition(
+                    artifact,
+                    context.change(
+                        artifact,
+                        "abort_review",
+                        actor=SYSTEM_ACTOR,
+                        reason=f"the lease of {artifact.lease_owner} expired; review restarted",
+                        by_review=True,
+                    ),
+                )
+                events.append(aborted)
+            if "start_review" not in fired:
+                return None
+            started, claimed = await tx.write_transition(artifact, self._start(artifact, worker))
+            events.append(started)
+        for event in events:
+            await context.notify(event)
+        return claimed
+
+    async def keep_lease(self, artifact: Artifact) -> None:
+        """While this process is alive and reviewing, push the lease forward every third
+        of its length, so a long review is not taken over; a killed worker stops renewing
+        and its lease runs out. Runs until cancelled, or until the artifact moved on."""
+        lease_seconds = self._context.lease_seconds
+        interval = max(lease_seconds / 3, 0.05)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                renewed = await self._context.repository.renew_lease(
+                    artifact, utcnow() + timedelta(seconds=lease_seconds)
+                )
+            except Exception:  # a missed renewal only risks a takeover, which is safe
+                logger.warning("could not renew the lease on %s", artifact.id, exc_info=True)
+                continue
+            if not renewed:
+                return  # someone else owns it now; our decision will be refused

@@ -1,0 +1,181 @@
+"""The commands people and bots give about artifacts (submission aside, in
+`submission.py`): define a type, create an artifact, revise it, and the human decisions
+(approve, reject, override, withdraw, archive, supersede). Each reads the artifact, asks
+the lifecycle where the trigger leads (refused with `IllegalTransitionError` when it may
+not), and commits the transition in one transaction."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from jsonschema import SchemaError, validators
+
+from rubricflow.errors import ConfigurationError, NotFoundError, ReviewError
+from rubricflow.review.context import ReviewContext, check_json, named, why
+from rubricflow.review.lifecycle import CREATE
+from rubricflow.store.artifacts import Artifact, ArtifactType, NewArtifact
+
+__all__ = ["ArtifactCommands"]
+
+
+class ArtifactCommands:
+    """State-changing commands on artifacts and their types."""
+
+    def __init__(self, context: ReviewContext) -> None:
+        self._context = context
+
+    async def set_type(self, artifact_type: ArtifactType) -> ArtifactType:
+        """Define or replace an artifact type. Its rubrics must be registered already,
+        each bound once; its content schema must be a valid JSON Schema."""
+        seen: set[str] = set()
+        for binding in artifact_type.rubrics:
+            if binding.rubric_id in seen:
+                raise ConfigurationError(
+                    f"artifact type {artifact_type.name!r} binds rubric {binding.rubric_id!r} "
+                    "more than once; bind each rubric once (mark it blocking with "
+                    "`blocking=True` / `--blocking ID`)"
+                )
+            seen.add(binding.rubric_id)
+            await self._context.store.rubrics.get(binding.rubric_id, binding.version)
+        if artifact_type.content_schema is not None:
+            schema = artifact_type.content_schema
+            try:
+                validators.validator_for(schema).check_schema(schema)
+            except SchemaError as error:
+                where = "/".join(str(p) for p in error.absolute_path)
+                raise ConfigurationError(
+                    f"the content schema of artifact type {artifact_type.name!r} is not a "
+                    f"valid JSON Schema: at $/{where}: {error.message}"
+                ) from None
+        await self._context.repository.put_type(artifact_type)
+        return artifact_type
+
+    async def create(
+        self,
+        type_name: str,
+        content: Any,
+        *,
+        actor: str,
+        title: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        artifact_id: str | None = None,
+    ) -> Artifact:
+        """A new artifact in the lifecycle's initial state (`draft`), revision 1."""
+        check_json(content, "content")
+        check_json(dict(metadata or {}), "metadata")
+        context = self._context
+        lifecycle = context.lifecycle
+        artifact, event = await context.repository.create(
+            NewArtifact(
+                artifact_id=artifact_id or uuid.uuid4().hex,
+                type_name=type_name,
+                content=content,
+                actor=named(actor),
+                title=title,
+                metadata=dict(metadata or {}),
+                trigger=CREATE,
+                state=lifecycle.initial_state,
+                revision_state=lifecycle.new_revision_state,
+            )
+        )
+        await context.notify(event)
+        return artifact
+
+    async def approve(self, artifact_id: str, *, actor: str, reason: str) -> Artifact:
+        """A named human approves an artifact whose review passed and awaits approval
+        (refused while the review still runs: the lifecycle's guard)."""
+        return await self._decide(artifact_id, "approve", actor, why, reason)
+
+    async def reject(self, artifact_id: str, *, actor: str, reason: str) -> Artifact:
+        return await self._decide(artifact_id, "reject", actor, why, reason)
+
+    async def override(self, artifact_id: str, *, actor: str, reason: str) -> Artifact:
+        """A named human approves despite the rubrics; the reason is on the record."""
+        return await self._decide(artifact_id, "override", actor, why, reason)
+
+    async def withdraw(
+        self, artifact_id: str, *, actor: str, reason: str | None = None
+    ) -> Artifact:
+        return await self._decide(artifact_id, "withdraw", actor, None, reason)
+
+    async def archive(self, artifact_id: str, *, actor: str, reason: str | None = None) -> Artifact:
+        return await self._decide(artifact_id, "archive", actor, None, reason)
+
+    async def supersede(
+        self, artifact_id: str, *, actor: str, reason: str, by: str | None = None
+    ) -> Artifact:
+        """Retire an artifact that another one replaces (from `draft`, `needs_revision` or
+        `approved`); `by` names the replacing artifact, which must exist. The event's
+        reason reads "superseded by BY: REASON"."""
+        who, because = named(actor), why(reason)
+        repository = self._context.repository
+        artifact = await repository.get(artifact_id)
+        if by is not None:
+            by = by.strip()
+            if by == artifact.id:
+                raise ReviewError(
+                    f"artifact {artifact_id!r} cannot supersede itself; name the artifact "
+                    "that replaces it (`--by OTHER_ID`)"
+                )
+            try:
+                await repository.get(by)
+            except NotFoundError:
+                raise NotFoundError(
+                    f"no artifact {by!r} to supersede {artifact_id!r} with; create the "
+                    "replacement first (`rubricflow artifacts create FILE --type TYPE`) and "
+                    "name its id with --by"
+                ) from None
+            because = f"superseded by {by}: {because}"
+        return await self._apply(artifact, "supersede", actor=who, reason=because)
+
+    async def revise(self, artifact_id: str, content: Any, *, actor: str, reason: str) -> Artifact:
+        """New content as a new revision (in `draft`); the old revision is superseded."""
+        check_json(content, "content")
+        context = self._context
+        lifecycle = context.lifecycle
+        artifact = await context.repository.get(artifact_id)
+        who, because = named(actor), why(reason)
+        change = context.change(
+            artifact,
+            "revise",
+            actor=who,
+            reason=because,
+            queued_at=None,
+            revision=artifact.revision + 1,
+        )
+        async with context.repository.transaction() as tx:
+            revised = await tx.add_revision(
+                artifact,
+                content,
+                actor=who,
+                reason=because,
+                status=lifecycle.new_revision_state,
+                retired_status=lifecycle.retired_revision_state,
+            )
+            event, written = await tx.write_transition(revised, change)
+        await context.notify(event)
+        return written
+
+    async def _decide(
+        self,
+        artifact_id: str,
+        trigger: str,
+        actor: str,
+        required: Callable[[str], str] | None,
+        reason: str | None,
+    ) -> Artifact:
+        """Fire a person's `trigger` on the artifact as it is now; `required` checks the
+        reason when the decision needs one."""
+        artifact = await self._context.repository.get(artifact_id)
+        who = named(actor)
+        because = required(reason or "") if required is not None else reason
+        return await self._apply(artifact, trigger, actor=who, reason=because)
+
+    async def _apply(
+        self, artifact: Artifact, trigger: str, *, actor: str, reason: str | None
+    ) -> Artifact:
+        change = self._context.change(artifact, trigger, actor=actor, reason=reason)
+        written, _ = await self._context.commit(artifact, change)
+        return written

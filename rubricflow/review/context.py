@@ -1,0 +1,129 @@
+"""What every part of the review service shares: the store, the lifecycle, the plugins
+(for listeners and scorers) and the lease length, with the one way a transition is
+decided (`ReviewContext.change`: the lifecycle says where it leads) and committed
+(`ReviewContext.commit`: one transaction, then the listeners hear of it)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from rubricflow.errors import ReviewError
+from rubricflow.plugins import PluginRegistry
+from rubricflow.review.lifecycle import Lifecycle
+from rubricflow.store import Store
+from rubricflow.store.artifacts import (
+    KEEP,
+    Artifact,
+    ArtifactEvent,
+    ArtifactRepository,
+    Change,
+    Keep,
+)
+
+__all__ = [
+    "DEFAULT_LEASE_SECONDS",
+    "INLINE_GRACE_SECONDS",
+    "MAX_RETRY_DELAY_SECONDS",
+    "RETRY_DELAY_SECONDS",
+    "SYSTEM_ACTOR",
+    "ReviewContext",
+    "check_json",
+    "named",
+    "utcnow",
+    "why",
+]
+
+SYSTEM_ACTOR = "rubricflow"
+DEFAULT_LEASE_SECONDS = 300.0
+RETRY_DELAY_SECONDS = 30.0
+MAX_RETRY_DELAY_SECONDS = 3600.0
+INLINE_GRACE_SECONDS = 30.0
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass
+class ReviewContext:
+    """The store, its artifact repository, the lifecycle and the plugins, shared by the
+    commands, queries, claims and reviews of one `ArtifactRegistry`."""
+
+    store: Store
+    repository: ArtifactRepository
+    lifecycle: Lifecycle
+    plugins: PluginRegistry
+    lease_seconds: float
+
+    def change(
+        self,
+        artifact: Artifact,
+        trigger: str,
+        *,
+        actor: str,
+        reason: str | None = None,
+        evaluation_ids: Sequence[str] = (),
+        by_review: bool = False,
+        lease_owner: str | None = None,
+        lease_expires_at: datetime | None = None,
+        queued_at: datetime | Literal[Keep.KEEP] | None = KEEP,
+        revision: int | None = None,
+    ) -> Change:
+        """`trigger` on `artifact` as the lifecycle decides it (its destination, whether
+        it leaves the artifact waiting for approval; `IllegalTransitionError` or
+        `ReviewError` when a guard refuses it), with what else it writes."""
+        return Change(
+            trigger=trigger,
+            dest=self.lifecycle.decide(artifact, trigger, by_review=by_review),
+            actor=actor,
+            reason=reason,
+            evaluation_ids=evaluation_ids,
+            awaiting_approval=self.lifecycle.awaits_approval(trigger),
+            lease_owner=lease_owner,
+            lease_expires_at=lease_expires_at,
+            queued_at=queued_at,
+            revision=revision,
+        )
+
+    async def commit(
+        self, artifact: Artifact, change: Change, *, seq: int | None = None
+    ) -> tuple[Artifact, ArtifactEvent]:
+        """Write `change` in one transaction and announce it: the artifact as written and
+        its event. Raises `ArtifactConflictError` when another writer came first."""
+        async with self.repository.transaction() as tx:
+            event, written = await tx.write_transition(artifact, change, seq=seq)
+        await self.notify(event)
+        return written, event
+
+    async def notify(self, event: ArtifactEvent) -> None:
+        """Tell the listeners (after the commit; a listener that raises changes nothing)."""
+        await self.plugins.notify(event.to_dict())
+
+
+def check_json(value: Any, what: str) -> None:
+    """Content and metadata are stored as JSON: refuse what JSON cannot hold."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise ReviewError(
+            f"artifact {what} must be JSON data (text, numbers, booleans, null, lists and "
+            f"objects with text keys): {error}"
+        ) from None
+
+
+def named(actor: str) -> str:
+    """Who does this, as recorded; refused when nobody is named."""
+    if not actor or not actor.strip():
+        raise ReviewError("name who does this (actor); decisions are on the record")
+    return actor.strip()
+
+
+def why(reason: str) -> str:
+    """Why a human decided this, as recorded; refused when no reason is given."""
+    if not reason or not reason.strip():
+        raise ReviewError("give a reason; human decisions are on the record")
+    return reason.strip()

@@ -1,0 +1,353 @@
+"""The review itself: evaluate every rubric bound to a claimed artifact's type, store the
+evaluations, and commit the outcome the evaluations call for.
+
+An artifact is approved only when every bound rubric passes (and, for a type that
+`requires_approval`, it waits for a named human instead); it is sent back for revision
+when a rubric fails, rejected when a `blocking` rubric fails, and returned to the queue
+with the reason and a retry time when the review cannot finish. The outcome is written
+only while the artifact is still as claimed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, NamedTuple
+
+from rubricflow.engine.executor import evaluate
+from rubricflow.errors import ArtifactConflictError, ReviewError
+from rubricflow.llm.session import LLMSession
+from rubricflow.model import Rubric
+from rubricflow.results import Evaluation, Target
+from rubricflow.review.claims import ReviewClaims
+from rubricflow.review.context import (
+    MAX_RETRY_DELAY_SECONDS,
+    RETRY_DELAY_SECONDS,
+    SYSTEM_ACTOR,
+    ReviewContext,
+    utcnow,
+)
+from rubricflow.store.artifacts import (
+    Artifact,
+    ArtifactTransaction,
+    ArtifactType,
+    RubricBinding,
+)
+
+__all__ = ["Planned", "ReviewOutcome", "Reviewer", "no_rubrics"]
+
+
+class Planned(NamedTuple):
+    """A bound rubric in a review: its version now, and its stored evaluation to reuse."""
+
+    binding: RubricBinding
+    rubric: Rubric
+    reused: Evaluation | None
+
+
+@dataclass
+class ReviewOutcome:
+    """Where a submission or review left the artifact, and the evaluations it used."""
+
+    artifact: Artifact
+    evaluations: list[Evaluation] = field(default_factory=list)
+    queued: bool = False
+    reason: str | None = None
+
+    @property
+    def approved(self) -> bool:
+        return self.artifact.status == "approved"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "artifact": self.artifact.to_dict(),
+            "status": self.artifact.status,
+            "queued": self.queued,
+            "reason": self.reason,
+            "evaluation_ids": [e.id for e in self.evaluations],
+            "evaluations": [
+                {
+                    "id": e.id,
+                    "rubric_id": e.rubric_id,
+                    "rubric_version": e.rubric_version,
+                    "verdict": e.verdict,
+                    "score": e.score,
+                    "feedback": e.feedback,
+                }
+                for e in self.evaluations
+            ],
+        }
+
+
+class Reviewer:
+    """Reviews claimed artifacts: evaluates, stores the evaluations, commits the outcome.
+    Every review shares one LLM session (one HTTP pool) until `aclose`."""
+
+    def __init__(
+        self,
+        context: ReviewContext,
+        claims: ReviewClaims,
+        evaluate_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._context = context
+        self._claims = claims
+        self.evaluate_options: dict[str, Any] = dict(evaluate_options or {})
+        self.session: LLMSession | None = None
+
+    async def aclose(self) -> None:
+        """Close the LLM session the reviews share (its HTTP connections); the store stays
+        open. Safe to call twice; a later review opens a new session."""
+        session, self.session = self.session, None
+        if session is not None:
+            await session.aclose()
+
+    def _judge_options(self) -> dict[str, Any]:
+        """`evaluate()`'s keyword arguments for a review: one LLM session for every review
+        (one HTTP pool), answering from the store's judge cache unless the caller chose a
+        cache, so workers sharing a store share judge answers. Nothing is opened until a
+        judge asks."""
+        inner = dict(self.evaluate_options.get("options") or {})
+        if isinstance(inner.get("llm"), LLMSession):
+            return self.evaluate_options
+        if self.session is None:
+            inner.setdefault("llm_cache", self._context.store.judge_cache)
+            self.session = LLMSession.from_options(
+                inner,
+                plugins=self._context.plugins,
+                allow_import=bool(self.evaluate_options.get("allow_import", False)),
+            )
+        return {**self.evaluate_options, "options": {**inner, "llm": self.session}}
+
+    async def review(self, artifact_id: str, *, worker: str) -> ReviewOutcome:
+        """Claim the artifact, evaluate every bound rubric, and commit the outcome. A
+        review that cannot finish returns the artifact to `pending_review` with the reason."""
+        return await self.finish_review(await self._claims.claim(artifact_id, worker=worker))
+
+    async def finish_review(
+        self,
+        artifact: Artifact,
+        *,
+        prepared: tuple[ArtifactType, list[Planned]] | None = None,
+        seq: int | None = None,
+    ) -> ReviewOutcome:
+        """Evaluate a claimed artifact (in_review, leased, as a claim returned it) and
+        commit the outcome; `prepared` is its type and plan when the caller read them
+        already, `seq` the number of the decision's event when known.
+
+        The outcome is written only if the artifact is still as claimed: when the lease
+        expired and another worker took the review over, or a human decided meanwhile,
+        `ArtifactConflictError` is raised and nothing but the (reusable) evaluations is
+        written."""
+        self._context.lifecycle.check_reviewable(artifact)
+        heartbeat = asyncio.create_task(self._claims.keep_lease(artifact))
+        try:
+            if prepared is None:
+                prepared = await self._prepare(artifact)
+            artifact_type, plan = prepared
+            results, unsaved = await self._evaluate_all(artifact, artifact_type, plan)
+        except Exception as error:  # the review could not finish: never strand the artifact
+            reason = f"review could not finish: {type(error).__name__}: {error}"
+            return ReviewOutcome(await self._release(artifact, reason), reason=reason)
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+        return await self._decide(artifact, artifact_type, results, unsaved, seq)
+
+    async def _prepare(self, artifact: Artifact) -> tuple[ArtifactType, list[Planned]]:
+        """The artifact's type and review plan, read together."""
+        async with self._context.repository.reading() as tx:
+            artifact_type = await tx.get_type(artifact.type)
+            if not artifact_type.rubrics:  # unbound after it was queued: never approve it
+                raise no_rubrics(artifact_type, artifact.id)
+            return artifact_type, await self.plan(tx, artifact, artifact_type)
+
+    async def plan(
+        self,
+        tx: ArtifactTransaction,
+        artifact: Artifact,
+        artifact_type: ArtifactType,
+        reviewed: bool = True,
+    ) -> list[Planned]:
+        """Each bound rubric (its version now) with the complete evaluation of this
+        revision already stored for it, if any: reused, so a restarted review never
+        evaluates a (revision, rubric version) into the record twice; an incomplete one
+        is evaluated again (its retry is the point). `reviewed=False`: the caller knows
+        none is stored."""
+        found = await tx.reviewed(artifact.id, artifact.revision) if reviewed else []
+        stored = {(e.rubric_id, e.rubric_version): e for e in found}
+        plan = []
+        for binding in artifact_type.rubrics:
+            rubric = await tx.rubric(binding)
+            plan.append(Planned(binding, rubric, stored.get((rubric.id, rubric.version))))
+        return plan
+
+    async def _release(
+        self, artifact: Artifact, reason: str, evaluation_ids: Sequence[str] = ()
+    ) -> Artifact:
+        """Back to the queue with the reason, to be retried later."""
+        retry_at = utcnow() + timedelta(seconds=await self._retry_delay(artifact))
+        context = self._context
+        change = context.change(
+            artifact,
+            "abort_review",
+            actor=SYSTEM_ACTOR,
+            reason=reason,
+            evaluation_ids=evaluation_ids,
+            by_review=True,
+            queued_at=retry_at,
+        )
+        try:
+            written, _ = await context.commit(artifact, change)
+        except ArtifactConflictError:
+            raise await self._overtaken(artifact, change.trigger) from None
+        return written
+
+    async def _retry_delay(self, artifact: Artifact) -> float:
+        """30 s after the first failed attempt at this revision, doubling each time up to
+        an hour, so a review that keeps failing (a judge that is down) backs off."""
+        events = await self._context.repository.history(artifact.id)
+        failures = sum(
+            1
+            for event in events
+            if event.trigger == "abort_review" and event.revision == artifact.revision
+        )
+        return float(min(RETRY_DELAY_SECONDS * 2**failures, MAX_RETRY_DELAY_SECONDS))
+
+    async def _overtaken(self, artifact: Artifact, trigger: str) -> ArtifactConflictError:
+        current = await self._context.repository.get(artifact.id)
+        return ArtifactConflictError(
+            f"the review of artifact {artifact.id!r} by {artifact.lease_owner} was "
+            f"overtaken (it is now {current.status}, version {current.version}: its lease "
+            "expired and another worker took it over, or a human decided); its "
+            f"{trigger!r} was not applied"
+        )
+
+    async def _evaluate_all(
+        self, artifact: Artifact, artifact_type: ArtifactType, plan: list[Planned]
+    ) -> tuple[list[tuple[RubricBinding, Evaluation]], list[Evaluation]]:
+        """Every bound rubric's evaluation of this revision, and those of them not stored
+        yet. Each new evaluation is stored as soon as it is made, so a review that dies
+        midway leaves them for the next to reuse; a review with one evaluation to make
+        leaves it to `_decide`, which stores it in the decision's own transaction."""
+        store_now = sum(1 for item in plan if item.reused is None) > 1
+
+        async def one(item: Planned) -> tuple[RubricBinding, Evaluation, bool]:
+            if item.reused is not None:
+                return item.binding, item.reused, True
+            evaluation = await self._evaluate(artifact, artifact_type, item.rubric)
+            if not store_now:
+                return item.binding, evaluation, False
+            return item.binding, await self._save(evaluation, artifact), True
+
+        done = await asyncio.gather(*(one(item) for item in plan))
+        return [(b, e) for b, e, _ in done], [e for _, e, saved in done if not saved]
+
+    async def _evaluate(
+        self, artifact: Artifact, artifact_type: ArtifactType, rubric: Rubric
+    ) -> Evaluation:
+        target = Target(
+            id=artifact.id,
+            content=artifact.content,
+            metadata={
+                "artifact_type": artifact.type,
+                "revision": artifact.revision,
+                **artifact.metadata,
+            },
+        )
+        return await evaluate(
+            rubric,
+            target,
+            plugins=self._context.plugins,
+            threshold=artifact_type.approval_threshold,
+            **self._judge_options(),
+        )
+
+    async def _decide(
+        self,
+        artifact: Artifact,
+        artifact_type: ArtifactType,
+        results: list[tuple[RubricBinding, Evaluation]],
+        unsaved: list[Evaluation],
+        seq: int | None = None,
+    ) -> ReviewOutcome:
+        """Store the evaluations not stored yet and commit the outcome, in one transaction.
+        The outcome is decided on the evaluations as stored (another reviewer's, when it
+        stored one for the same revision and rubric version first). When the artifact is
+        no longer as claimed the evaluations are still committed and
+        `ArtifactConflictError` is raised."""
+        if any(e.verdict == "incomplete" for _, e in results):
+            stored = {id(e): await self._save(e, artifact) for e in unsaved}
+            results = [(b, stored.get(id(e), e)) for b, e in results]
+            evaluations = [evaluation for _, evaluation in results]
+            incomplete = [e for e in evaluations if e.verdict == "incomplete"]
+            names = ", ".join(f"{e.rubric_id}@{e.rubric_version}" for e in incomplete)
+            reason = (
+                f"review incomplete: {names} could not score every criterion "
+                "(see the evaluation's notes); it will be retried"
+            )
+            released = await self._release(artifact, reason, [e.id for e in incomplete])
+            return ReviewOutcome(released, evaluations, reason=reason)
+        context = self._context
+        async with context.repository.transaction() as tx:
+            stored = {id(e): await self._save(e, artifact, tx) for e in unsaved}
+            results = [(b, stored.get(id(e), e)) for b, e in results]
+            trigger, reason = outcome_of(artifact_type, results)
+            evaluations = [evaluation for _, evaluation in results]
+            written = await tx.transition(
+                artifact,
+                context.change(
+                    artifact,
+                    trigger,
+                    actor=SYSTEM_ACTOR,
+                    reason=reason,
+                    evaluation_ids=[e.id for e in evaluations],
+                    by_review=True,
+                ),
+                seq=seq,
+            )
+        if written is None:
+            raise await self._overtaken(artifact, trigger)
+        event, decided = written
+        await context.notify(event)
+        return ReviewOutcome(decided, evaluations, reason=reason)
+
+    async def _save(
+        self, evaluation: Evaluation, artifact: Artifact, tx: ArtifactTransaction | None = None
+    ) -> Evaluation:
+        if tx is not None:
+            return await tx.save_evaluation(
+                evaluation, artifact_id=artifact.id, revision=artifact.revision
+            )
+        return await self._context.store.evaluations.save_for_review(
+            evaluation, artifact_id=artifact.id, revision=artifact.revision
+        )
+
+
+def outcome_of(
+    artifact_type: ArtifactType, results: list[tuple[RubricBinding, Evaluation]]
+) -> tuple[str, str]:
+    """The trigger and reason a review with complete evaluations ends in."""
+    evaluations = [evaluation for _, evaluation in results]
+    blocking = [e for b, e in results if b.blocking and not e.passed]
+    failed = [e for e in evaluations if not e.passed]
+    if blocking:
+        names = ", ".join(f"{e.rubric_id}@{e.rubric_version}" for e in blocking)
+        return "reject", f"blocking rubric failed: {names}"
+    if failed:
+        names = ", ".join(f"{e.rubric_id}@{e.rubric_version}" for e in failed)
+        return "request_revision", f"revision needed: {names} did not pass; see the feedback"
+    if artifact_type.requires_approval:
+        return "await_approval", "every rubric passed; waiting for a human to approve"
+    return "approve", "every rubric passed"
+
+
+def no_rubrics(artifact_type: ArtifactType, artifact_id: str) -> ReviewError:
+    return ReviewError(
+        f"artifact type {artifact_type.name!r} binds no rubrics, so {artifact_id!r} "
+        "cannot be reviewed; bind one with "
+        f"`rubricflow types set {artifact_type.name} --rubric RUBRIC_ID`"
+    )

@@ -1,0 +1,102 @@
+"""Submission: where it is decided whether an artifact may be submitted, how it is
+queued, and whether it is reviewed at once in this process.
+
+Refused before anything changes when the content breaks its type's JSON Schema, the type
+binds no rubrics, or a bound rubric is not registered; otherwise one transaction reads the
+artifact with its type and what is stored of its review, and writes the `submit`. Unless
+deferred (or the type has `auto_review: false`) the review follows inline: claimed as
+written, evaluated, decided.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+
+from jsonschema import FormatChecker, validators
+
+from rubricflow.errors import ArtifactConflictError, ContentValidationError
+from rubricflow.review.claims import ReviewClaims
+from rubricflow.review.context import INLINE_GRACE_SECONDS, ReviewContext, named, utcnow
+from rubricflow.review.reviewing import Reviewer, ReviewOutcome, no_rubrics
+from rubricflow.store.artifacts import Artifact, ArtifactType
+
+__all__ = ["ArtifactSubmitter", "check_content"]
+
+
+class ArtifactSubmitter:
+    """Submits artifacts for review: queues them, and reviews them inline by default."""
+
+    def __init__(self, context: ReviewContext, claims: ReviewClaims, reviewer: Reviewer) -> None:
+        self._context = context
+        self._claims = claims
+        self._reviewer = reviewer
+
+    async def submit(self, artifact_id: str, *, actor: str, defer: bool = False) -> ReviewOutcome:
+        """Queue the artifact for review and, unless `defer` (or the type has
+        `auto_review: false`), review it now in this process.
+
+        Refused before anything changes when the content breaks the type's schema or the
+        type binds no rubrics.
+        """
+        context = self._context
+        async with context.repository.transaction() as tx:
+            artifact, artifact_type, last_seq, reviewed = await tx.get_for_submit(artifact_id)
+            check_content(artifact, artifact_type)
+            if not artifact_type.rubrics:
+                raise no_rubrics(artifact_type, artifact_id)
+            inline = not defer and artifact_type.auto_review
+            if inline:
+                plan = await self._reviewer.plan(tx, artifact, artifact_type, reviewed)
+            else:
+                for binding in artifact_type.rubrics:
+                    await tx.rubric(binding)
+            # a review done here is not left for workers to snatch between the submit and
+            # the claim; should this process die in between, workers take it after the
+            # grace period
+            grace = timedelta(seconds=min(context.lease_seconds, INLINE_GRACE_SECONDS))
+            event, artifact = await tx.write_transition(
+                artifact,
+                context.change(
+                    artifact,
+                    "submit",
+                    actor=named(actor),
+                    reason="submitted",
+                    queued_at=utcnow() + grace if inline else utcnow(),
+                ),
+                seq=last_seq + 1,
+            )
+        await context.notify(event)
+        if not inline:
+            return ReviewOutcome(artifact, queued=True, reason="queued for a worker")
+        worker = f"inline-{os.getpid()}"
+        try:
+            # the artifact as just written: its claim needs no second look
+            claimed, started = await self._claims.claim_submitted(
+                artifact, worker=worker, seq=event.seq + 1
+            )
+        except ArtifactConflictError:
+            current = await context.repository.get(artifact.id)
+            return ReviewOutcome(current, queued=True, reason="another worker took the review over")
+        return await self._reviewer.finish_review(
+            claimed, prepared=(artifact_type, plan), seq=started.seq + 1
+        )
+
+
+def check_content(artifact: Artifact, artifact_type: ArtifactType) -> None:
+    """`ContentValidationError` listing each violation of the type's content schema."""
+    schema = artifact_type.content_schema
+    if schema is None:
+        return
+    validator = validators.validator_for(schema)(schema, format_checker=FormatChecker())
+    errors = sorted(validator.iter_errors(artifact.content), key=lambda e: list(e.absolute_path))
+    if errors:
+        problems = [
+            f"$/{'/'.join(str(p) for p in e.absolute_path)}: {e.message}" for e in errors[:20]
+        ]
+        raise ContentValidationError(
+            f"artifact {artifact.id!r} content does not match the {artifact_type.name!r} "
+            "type's content schema; fix the content (e.g. `rubricflow artifacts revise`) "
+            "and submit again:",
+            problems,
+        )

@@ -1,0 +1,168 @@
+"""The artifact records the store keeps and hands back: types and their rubric bindings,
+artifacts, audit-trail events, and `Change`, a transition to persist as the lifecycle
+decided it. Plain values: no database in here."""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Literal, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rubricflow.results import canonical_json
+
+__all__ = [
+    "KEEP",
+    "Artifact",
+    "ArtifactEvent",
+    "ArtifactType",
+    "Change",
+    "Keep",
+    "NewArtifact",
+    "RubricBinding",
+    "Submitting",
+    "content_hash",
+]
+
+
+class RubricBinding(BaseModel):
+    """A rubric an artifact type is reviewed against: the latest version, or a pinned one.
+    A `blocking` rubric's failure rejects the artifact instead of asking for revision."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rubric_id: str
+    version: str | None = None
+    blocking: bool = False
+
+    @classmethod
+    def parse(cls, spec: str, *, blocking: bool = False) -> RubricBinding:
+        """`ID` (latest) or `ID@VERSION` (pinned)."""
+        rubric_id, _, version = spec.partition("@")
+        return cls(rubric_id=rubric_id, version=version or None, blocking=blocking)
+
+    def __str__(self) -> str:
+        return f"{self.rubric_id}@{self.version}" if self.version else self.rubric_id
+
+
+class ArtifactType(BaseModel):
+    """What kind of artifact this is and how it is reviewed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1)
+    rubrics: tuple[RubricBinding, ...] = ()
+    auto_review: bool = True
+    requires_approval: bool = False
+    approval_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    content_schema: dict[str, Any] | None = None
+    description: str = ""
+
+
+class Artifact(BaseModel):
+    """An artifact's current state and the content of its current revision."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    type: str
+    status: str
+    revision: int
+    version: int
+    content: Any
+    content_hash: str
+    title: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_by: str
+    created_at: datetime
+    updated_at: datetime
+    queued_at: datetime | None = None
+    awaiting_approval: bool = False
+    lease_owner: str | None = None
+    lease_expires_at: datetime | None = None
+    last_reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class ArtifactEvent(BaseModel):
+    """One entry of the audit trail."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    artifact_id: str
+    seq: int
+    revision: int
+    trigger: str
+    source: str
+    dest: str
+    actor: str
+    reason: str | None = None
+    evaluation_ids: tuple[str, ...] = ()
+    created_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class NewArtifact(NamedTuple):
+    """An artifact to create, revision 1, with the states the lifecycle gives a new one
+    (`state` for the artifact, `revision_state` for its revision) and the name of the event
+    that records it (`trigger`)."""
+
+    artifact_id: str
+    type_name: str
+    content: Any
+    actor: str
+    title: str | None
+    metadata: dict[str, Any]
+    trigger: str
+    state: str
+    revision_state: str
+
+
+class Submitting(NamedTuple):
+    """An artifact about to be submitted: its type, the number of its latest event, and
+    whether complete evaluations of its current revision are stored."""
+
+    artifact: Artifact
+    artifact_type: ArtifactType
+    last_seq: int
+    reviewed: bool
+
+
+class Keep(enum.Enum):
+    """A field a `Change` leaves as it is."""
+
+    KEEP = "keep"
+
+
+KEEP = Keep.KEEP
+
+
+class Change(NamedTuple):
+    """One transition to persist, exactly as decided by the lifecycle and the service: the
+    store writes `dest` and these fields, and decides nothing. A change releases the lease
+    and the approval wait unless it sets them; `queued_at` is kept unless given."""
+
+    trigger: str
+    dest: str
+    actor: str
+    reason: str | None = None
+    evaluation_ids: Sequence[str] = ()
+    awaiting_approval: bool = False
+    lease_owner: str | None = None
+    lease_expires_at: datetime | None = None
+    queued_at: datetime | Literal[Keep.KEEP] | None = KEEP
+    #: the number of a new revision the artifact moves to (its content stored with
+    #: `ArtifactTransaction.add_revision`); None keeps the revision
+    revision: int | None = None
+
+
+def content_hash(content: Any) -> str:
+    text = content if isinstance(content, str) else canonical_json(content)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
