@@ -15,9 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from test_cli_batch import (
+from cli.test_batch import (
     AGENTV_V2,
     JUDGE,
     JUDGED,
@@ -30,6 +28,8 @@ from test_cli_batch import (
     _targets,
     _wait_for_lines,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rubricflow.batch import STORE_BATCH, BatchRun
 from rubricflow.errors import RubricflowError
