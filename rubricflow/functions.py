@@ -12,7 +12,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from rubricflow.formats.loader import load_document, load_text
 from rubricflow.hookspecs import hookimpl
+from rubricflow.model import Rubric
 from rubricflow.results import Target
 from rubricflow.scoring import CheckResult
 
@@ -237,17 +239,38 @@ def contains_secrets(target: Target) -> CheckResult:
     return CheckResult(not clean.value, clean.evidence)
 
 
+def _target_rubric(target: Target) -> Rubric:
+    """The rubric under review: a `Rubric`, or a document (or YAML/JSON text) in any format
+    rubricflow loads, detected as a file would be (dataknobs' meta-rubric grades rubrics
+    as dataknobs' `to_dict()` writes them, so native-only reading would be no use)."""
+    content = target.content
+    if isinstance(content, Rubric):
+        return content
+    source = f"target {target.id!r}" if target.id else "the target"
+    if isinstance(content, str):
+        loaded = load_text(content, source=source)
+    else:
+        loaded = load_document(content, source=source)
+    if len(loaded.rubrics) != 1:
+        ids = ", ".join(rubric.id for rubric in loaded.rubrics)
+        raise ValueError(
+            f"{source} holds {len(loaded.rubrics)} rubrics ({ids}); "
+            "the meta-rubric grades one rubric per target"
+        )
+    return loaded.rubrics[0]
+
+
 def _meta(check: str) -> Callable[[Target], str]:
     def run(target: Target) -> str:
         from rubricflow.engine.meta import META_CHECKS
-        from rubricflow.model import Rubric, parse_rubric
 
-        content = target.content
-        rubric = content if isinstance(content, Rubric) else parse_rubric(_json(target))
-        return META_CHECKS[check](rubric).level
+        return META_CHECKS[check](_target_rubric(target)).level
 
     run.__name__ = f"meta_{check}"
-    run.__doc__ = f"The meta-rubric's {check.replace('_', ' ')} check on a rubric document."
+    run.__doc__ = (
+        f"The meta-rubric's {check.replace('_', ' ')} check on a rubric in any format "
+        "rubricflow loads."
+    )
     return run
 
 

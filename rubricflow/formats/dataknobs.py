@@ -1,8 +1,10 @@
 """dataknobs_bots rubrics: leveled criteria with deterministic, schema or LLM-decode scoring.
 
-Accepts one rubric dict or the `from_config` shape `{rubrics: [...]}`. `function_ref`
-values (`module:function`) are kept as data: the deterministic scorer runs them only
-when they are registered or the caller opts in to importing code.
+Accepts one rubric dict or the `from_config` shape `{rubrics: [...]}`. A criterion's
+`required` means "must be evaluated" in dataknobs and never gates the verdict, so it is
+imported as a criterion that does not gate. `function_ref` values (`module:function`)
+are kept as data: the deterministic scorer runs them only when they are registered or
+the caller opts in to importing code.
 """
 
 from __future__ import annotations
@@ -130,7 +132,12 @@ class DataknobsFormat:
                 if key not in CRITERION_FIELDS:
                     reader.warn(f"{where}.{key}", "not a dataknobs criterion field; ignored")
             native_path = f"criteria[{len(criteria)}]"
+            # dataknobs' `required` (default true) means "must be evaluated", not a gate:
+            # rubricflow evaluates every criterion (`unscored_policy: fail_closed`), and
+            # the verdict is the weighted score against `pass_threshold` alone
+            reader.flag(crit, "required", where, default=True)
             converted = {key: crit[key] for key in CRITERION_FIELDS[:-1] if key in crit}
+            converted.pop("required", None)
             if "scoring_method" in crit:
                 source_method = f"{where}.scoring_method"
                 converted["scoring"] = _scoring(

@@ -39,7 +39,7 @@ def test_single_rubric_keeps_its_fields() -> None:
         "imported_from": "dataknobs",
     }
     assert [(c.id, c.name, c.weight, c.required) for c in rubric.criteria] == [
-        ("objectives", "Learning Objectives", 0.4, True),
+        ("objectives", "Learning Objectives", 0.4, False),  # dataknobs' required never gates
         ("structure", "Structure", 0.2, False),
         ("differentiation", "Differentiation", 0.4, False),
     ]
