@@ -146,6 +146,9 @@ class ArtifactCommands:
             revision=artifact.revision + 1,
         )
         async with context.repository.transaction() as tx:
+            # the version check first: a writer that lost the race stops here with a
+            # conflict, before it writes the revision row the winner has written
+            event, moved = await tx.write_transition(artifact, change)
             revised = await tx.add_revision(
                 artifact,
                 content,
@@ -154,9 +157,10 @@ class ArtifactCommands:
                 status=lifecycle.new_revision_state,
                 retired_status=lifecycle.retired_revision_state,
             )
-            event, written = await tx.write_transition(revised, change)
         await context.notify(event)
-        return written
+        return moved.model_copy(
+            update={"content": revised.content, "content_hash": revised.content_hash}
+        )
 
     async def _decide(
         self,

@@ -119,6 +119,31 @@ async def test_concurrent_tasks_racing_on_decisions_leave_one_winner(
     assert kinds  # every round had a loser with a clear error
 
 
+async def test_concurrent_revisions_leave_one_winner_and_a_conflict(
+    two_registries: tuple[ArtifactRegistry, ArtifactRegistry],
+) -> None:
+    """Two writers revise one artifact read at the same version: one new revision, and
+    the loser gets ArtifactConflictError (not the revision table's unique violation)."""
+    alice, bob = two_registries
+    await doc_types(alice)
+    for round_ in range(10):
+        artifact = await alice.create("doc", {"text": "first"}, actor="bot")
+        results = await asyncio.gather(
+            alice.revise(artifact.id, {"text": "alice"}, actor="alice", reason=f"a{round_}"),
+            bob.revise(artifact.id, {"text": "bob"}, actor="bob", reason=f"b{round_}"),
+            return_exceptions=True,
+        )
+        errors = [r for r in results if isinstance(r, BaseException)]
+        assert len(errors) == 1, results
+        assert isinstance(errors[0], ArtifactConflictError), repr(errors[0])
+        assert "reload it and retry" in str(errors[0])
+        current = await alice.get(artifact.id)
+        winner = results[1 - results.index(errors[0])]
+        assert current.revision == 2
+        assert current.content == winner.content  # type: ignore[union-attr]
+        assert_replays(await alice.history(artifact.id), status="draft", revision=2)
+
+
 async def test_concurrent_claims_give_each_review_one_owner(
     two_registries: tuple[ArtifactRegistry, ArtifactRegistry],
 ) -> None:
