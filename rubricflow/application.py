@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rubricflow.errors import NotFoundError
+from rubricflow.errors import NotFoundError, ReviewError, RubricflowError
 from rubricflow.store import Store
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from rubricflow.model import Rubric
     from rubricflow.plugins import PluginRegistry
     from rubricflow.results import Evaluation, Target
-    from rubricflow.review import ArtifactRegistry
+    from rubricflow.review import ArtifactRegistry, ReviewOutcome
     from rubricflow.rubric_diff import RubricDiff
     from rubricflow.runs import RunData
     from rubricflow.store.evaluations import Bucket, CriterionPassRate, EvaluationStore, JudgeUsage
@@ -124,6 +124,42 @@ class Application:
     def runs(self) -> RunStore:
         """Batch evaluation runs."""
         return self.store.runs
+
+    # --- artifacts ---------------------------------------------------------------------------
+    async def create_and_submit(
+        self,
+        type_name: str,
+        content: Any,
+        *,
+        actor: str,
+        title: str | None = None,
+        defer: bool = False,
+    ) -> ReviewOutcome:
+        """Create an artifact of `type_name` and submit it, in one step. What a submit
+        refuses up front (content against the type's schema, a type with no rubrics) is
+        refused before anything is created; should the submit fail later, the error names
+        the draft that was created, so nothing is left behind unseen."""
+        from rubricflow.review.submission import check_submittable
+
+        artifact_type = await self.artifacts.get_type(type_name)
+        check_submittable(artifact_type, content)
+        for binding in artifact_type.rubrics:
+            try:
+                await self.store.rubrics.get(binding.rubric_id, binding.version)
+            except NotFoundError as error:
+                raise NotFoundError(
+                    f"type {type_name!r} reviews with rubric {binding}: {error}; register it "
+                    "(or bind another) and submit again (nothing was created)"
+                ) from None
+        created = await self.artifacts.create(type_name, content, actor=actor, title=title)
+        try:
+            return await self.artifacts.submit_for_review(created.id, actor=actor, defer=defer)
+        except RubricflowError as error:
+            raise ReviewError(
+                f"{error}\n(artifact {created.id!r} was created and stays in draft: submit it "
+                f"again with `rubricflow artifacts submit {created.id}` once fixed, or "
+                f"archive it with `rubricflow artifacts archive {created.id}`)"
+            ) from error
 
     # --- rubrics -----------------------------------------------------------------------------
     async def register_rubric_files(

@@ -134,3 +134,37 @@ def test_cli_rubrics_diff(db: str, tmp_path: Path) -> None:
     result = runner.invoke(cli_app, ["rubrics", "diff", "post", "--from", "9.9.9", "--db", db])
     assert result.exit_code == 2
     assert "rubric 'post' has no version 9.9.9" in result.stderr
+
+
+def test_a_refused_submit_of_new_content_creates_nothing(db: str, tmp_path: Path) -> None:
+    runner = CliRunner()
+
+    def run(*args: str) -> Any:
+        return runner.invoke(cli_app, [*args, "--db", db])
+
+    rubric = tmp_path / "post.yaml"
+    rubric.write_text(yaml.safe_dump(_rubric()))
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"type": "object", "required": ["title"]}))
+    assert run("rubrics", "register", str(rubric)).exit_code == 0
+    result = run("types", "set", "blog", "--rubric", "post", "--content-schema", str(schema))
+    assert result.exit_code == 0, result.output
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"body": "no title"}))
+
+    result = run("artifacts", "submit", "--type", "blog", "--defer", str(bad))
+    assert result.exit_code == 2
+    assert "nothing was created" in result.stderr
+    assert "$/: 'title' is a required property" in result.stderr
+
+    assert run("rubrics", "delete", "post").exit_code == 0
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"title": "t", "body": "b"}))
+    result = run("artifacts", "submit", "--type", "blog", "--defer", str(good))
+    assert result.exit_code == 2
+    assert "register it (or bind another)" in result.stderr
+    assert "nothing was created" in result.stderr
+
+    listed = run("artifacts", "list", "--json")
+    assert listed.exit_code == 0, listed.output
+    assert json.loads(listed.stdout)["artifacts"] == []

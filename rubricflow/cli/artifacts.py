@@ -124,11 +124,11 @@ def artifacts_submit(
     content = read_content(Path(target)) if type_name is not None else None
 
     async def work(app: Application) -> ReviewOutcome:
-        artifact_id = target
         if type_name is not None:
-            created = await app.artifacts.create(type_name, content, actor=who, title=title)
-            artifact_id = created.id
-        return await app.artifacts.submit_for_review(artifact_id, actor=who, defer=defer)
+            return await app.create_and_submit(
+                type_name, content, actor=who, title=title, defer=defer
+            )
+        return await app.artifacts.submit_for_review(target, actor=who, defer=defer)
 
     outcome = _run_transition(db, work)
     if as_json:

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import os
 from datetime import timedelta
+from typing import Any
 
 from jsonschema import FormatChecker, validators
 
-from rubricflow.errors import ArtifactConflictError, ContentValidationError
+from rubricflow.errors import ArtifactConflictError, ContentValidationError, ReviewError
 from rubricflow.review.claims import ReviewClaims
 from rubricflow.review.context import INLINE_GRACE_SECONDS, ReviewContext, named, utcnow
 from rubricflow.review.reviewing import Reviewer, ReviewOutcome, no_rubrics
 from rubricflow.store.artifacts import Artifact, ArtifactType
 
-__all__ = ["ArtifactSubmitter", "check_content"]
+__all__ = ["ArtifactSubmitter", "check_content", "check_submittable"]
 
 
 class ArtifactSubmitter:
@@ -83,20 +84,41 @@ class ArtifactSubmitter:
         )
 
 
+def check_submittable(artifact_type: ArtifactType, content: Any) -> None:
+    """What `submit` refuses before anything changes, checked for content that is not an
+    artifact yet: so creating and submitting in one step creates nothing it would refuse."""
+    if not artifact_type.rubrics:
+        raise ReviewError(
+            f"artifact type {artifact_type.name!r} binds no rubrics, so its artifacts cannot "
+            f"be reviewed; bind one with `rubricflow types set {artifact_type.name} --rubric "
+            "RUBRIC_ID` (nothing was created)"
+        )
+    problems = _schema_violations(artifact_type, content)
+    if problems:
+        raise ContentValidationError(
+            f"the content does not match the {artifact_type.name!r} type's content schema; "
+            "fix it and submit again (nothing was created):",
+            problems,
+        )
+
+
 def check_content(artifact: Artifact, artifact_type: ArtifactType) -> None:
     """`ContentValidationError` listing each violation of the type's content schema."""
-    schema = artifact_type.content_schema
-    if schema is None:
-        return
-    validator = validators.validator_for(schema)(schema, format_checker=FormatChecker())
-    errors = sorted(validator.iter_errors(artifact.content), key=lambda e: list(e.absolute_path))
-    if errors:
-        problems = [
-            f"$/{'/'.join(str(p) for p in e.absolute_path)}: {e.message}" for e in errors[:20]
-        ]
+    problems = _schema_violations(artifact_type, artifact.content)
+    if problems:
         raise ContentValidationError(
             f"artifact {artifact.id!r} content does not match the {artifact_type.name!r} "
             "type's content schema; fix the content (e.g. `rubricflow artifacts revise`) "
             "and submit again:",
             problems,
         )
+
+
+def _schema_violations(artifact_type: ArtifactType, content: Any) -> list[str]:
+    """Each violation of the type's content schema (at most 20), as `$/path: message`."""
+    schema = artifact_type.content_schema
+    if schema is None:
+        return []
+    validator = validators.validator_for(schema)(schema, format_checker=FormatChecker())
+    errors = sorted(validator.iter_errors(content), key=lambda e: list(e.absolute_path))
+    return [f"$/{'/'.join(str(p) for p in e.absolute_path)}: {e.message}" for e in errors[:20]]
