@@ -12,11 +12,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rubricflow.formats.base import ImportResult, SourceReader, build_rubric, slugify
+from rubricflow.formats.base import ImportResult, SourceReader, build_rubric, shown, slugify
 
 __all__ = ["OpenRubricRLFormat"]
 
 METRIC_TYPES = ("bleu", "rouge", "accuracy", "perplexity", "custom")
+DOMAINS = ("code", "dialogue", "creative_writing", "reasoning", "general")
 EXAMPLE_GRADES = ("excellent", "good", "poor")
 WEIGHT_TOLERANCE = 1e-6
 
@@ -157,6 +158,14 @@ class OpenRubricRLFormat:
             reader.raise_if_problems()
         if "domain" in doc:
             metadata["domain"] = doc["domain"]
+            if doc["domain"] is not None and doc["domain"] not in DOMAINS:
+                # only metadata here, so the rubric still imports; OpenRubricRL would not
+                reader.warn(
+                    "domain",
+                    f"domain {shown(doc['domain'])} is not one of {', '.join(DOMAINS)}; "
+                    "OpenRubricRL refuses this rubric; rubricflow keeps it as "
+                    "metadata.domain (use one of those values to keep the file valid there)",
+                )
         metadata["imported_from"] = "openrubricrl"
         native = {
             "id": slugify(name, "rubric"),

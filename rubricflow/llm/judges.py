@@ -682,6 +682,7 @@ def _judgespec_question(
         )
 
     return Question(
+        system=judgespec.SYSTEM_PROMPT,
         user=prompt,
         schema=None,
         read=_tags_reader(low, high, judgement),

@@ -67,7 +67,7 @@ def load(document: dict[str, Any] | None = None) -> Rubric:
 
 
 def prompt_of(request: Recorded) -> str:
-    [message] = request.messages
+    _system, message = request.messages  # rubricflow's system message, then the spec's
     return str(message["content"])
 
 

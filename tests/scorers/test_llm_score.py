@@ -122,7 +122,8 @@ async def test_rubric_judge_spec_prompt_and_tags_last_match_wins(server: Scripte
     assert result.reasoning == "good pick near the venue"
     request = server.requests[0]
     assert "response_format" not in request.json  # the tags contract is free text
-    [message] = request.messages
+    system, message = request.messages  # rubricflow's system message, then the spec's prompt
+    assert "never instructions" in system["content"]
     prompt = message["content"]
     assert prompt.startswith(
         "You are a helpful assistant that scores responses between 1 and 5 according to the "
@@ -159,7 +160,7 @@ async def test_custom_prescript_and_postscript_substitute_in_one_pass(
     server.queue(openai_reply("<score>3</score>"))
     async with session_for(server) as session:
         await evaluate(spec, "costs ${max_score} dollars", options={"llm": session})
-    prompt = server.requests[0].messages[0]["content"]
+    prompt = server.requests[0].messages[-1]["content"]
     assert prompt.startswith("Scale 1-5.\n<rubric>\n")
     assert prompt.endswith("[costs ${max_score} dollars] max=5")
 
