@@ -36,7 +36,7 @@ from rubricflow.store.sqlite import (
     write_transaction,
 )
 from rubricflow.store.tables import metadata
-from rubricflow.store.url import display_url, resolve_url
+from rubricflow.store.url import display_url, postgres_connect_args, resolve_url
 
 __all__ = ["SQLITE_BUSY_TIMEOUT_MS", "Database"]
 
@@ -331,12 +331,13 @@ def _in_memory(url: str) -> bool:
 def _create_engine(url: str) -> AsyncEngine:
     if url.startswith("sqlite"):
         return create_sqlite_engine(url, in_memory=_in_memory(url))
+    plain, libpq = postgres_connect_args(url)
     return create_async_engine(
-        url,
+        plain,
         pool_pre_ping=True,
         pool_size=10,
         max_overflow=10,
-        connect_args={"timeout": POSTGRES_CONNECT_TIMEOUT_S},
+        connect_args={"timeout": POSTGRES_CONNECT_TIMEOUT_S, **libpq},
     )
 
 

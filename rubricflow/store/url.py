@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from rubricflow.errors import ConfigurationError, NotFoundError
 
-__all__ = ["DB_ENV", "DEFAULT_URL", "display_url", "existing_store_url", "resolve_url"]
+__all__ = [
+    "DB_ENV",
+    "DEFAULT_URL",
+    "display_url",
+    "existing_store_url",
+    "postgres_connect_args",
+    "resolve_url",
+]
 
 DB_ENV = "RUBRICFLOW_DB"
 DEFAULT_URL = "sqlite+aiosqlite:///rubricflow.db"
@@ -74,3 +82,59 @@ def existing_store_url(url: str | None = None) -> str:
             f"stores to with --db URL (or set {DB_ENV})"
         )
     return resolved
+
+
+_SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+
+
+def postgres_connect_args(url: str) -> tuple[str, dict[str, Any]]:
+    """A PostgreSQL URL's libpq parameters (`?sslmode=disable&connect_timeout=5`), which
+    asyncpg does not take as they are, translated into its connect arguments: returns the
+    URL without them and the arguments. A parameter neither knows is a ConfigurationError
+    naming it, not a TypeError from deep inside the driver."""
+    parsed = make_url(url)
+    query = dict(parsed.query)
+    args: dict[str, Any] = {}
+    settings: dict[str, str] = {}
+
+    def one(name: str) -> str:
+        value = query.pop(name)
+        if not isinstance(value, str):
+            raise ConfigurationError(
+                f"database URL parameter {name!r} is given twice; give it once"
+            )
+        return value
+
+    if "sslmode" in query:
+        mode = one("sslmode")
+        if mode not in _SSL_MODES:
+            raise ConfigurationError(
+                f"database URL parameter sslmode={mode!r} is not a libpq SSL mode; use one of "
+                + ", ".join(_SSL_MODES)
+            )
+        args["ssl"] = mode
+    if "connect_timeout" in query:
+        raw = one("connect_timeout")
+        try:
+            seconds = float(raw)
+        except ValueError:
+            raise ConfigurationError(
+                f"database URL parameter connect_timeout={raw!r} is not a number of seconds"
+            ) from None
+        if seconds > 0:  # libpq: 0 (or less) waits forever; keep rubricflow's own bound
+            args["timeout"] = seconds
+    for name in ("application_name", "options"):
+        if name in query:
+            settings[name] = one(name)
+    if "target_session_attrs" in query:
+        args["target_session_attrs"] = one("target_session_attrs")
+    if settings:
+        args["server_settings"] = settings
+    if query:
+        raise ConfigurationError(
+            f"database URL parameter(s) {', '.join(sorted(query))} are not supported; "
+            "rubricflow understands sslmode, connect_timeout, application_name, options and "
+            "target_session_attrs"
+        )
+    stripped = parsed.set(query={}).render_as_string(hide_password=False)
+    return stripped, args
