@@ -131,6 +131,13 @@ def _document(text: str, name: str, suffix: str) -> Iterator[Target]:
 
 
 def _stdin() -> Iterator[Target]:
+    try:
+        yield from _stdin_targets()
+    except UnicodeDecodeError:
+        raise TargetInputError("stdin: not UTF-8 text; send UTF-8") from None
+
+
+def _stdin_targets() -> Iterator[Target]:
     stream = (
         io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
         if hasattr(sys.stdin, "buffer")

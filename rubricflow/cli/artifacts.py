@@ -11,6 +11,8 @@ import typer
 from rich.markup import escape
 
 from rubricflow.cli.shared import (
+    MAX_LIMIT,
+    MAX_OFFSET,
     ActorOption,
     DbOption,
     JsonOption,
@@ -167,8 +169,8 @@ def artifacts_show(
 def artifacts_list(
     type_name: Annotated[str | None, typer.Option("--type", "-t", help="Only this type.")] = None,
     status: Annotated[str | None, typer.Option("--status", help="Only this status.")] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1)] = 50,
-    offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=MAX_LIMIT)] = 50,
+    offset: Annotated[int, typer.Option("--offset", min=0, max=MAX_OFFSET)] = 0,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:

@@ -9,6 +9,8 @@ import typer
 from rich.markup import escape
 
 from rubricflow.cli.shared import (
+    MAX_LIMIT,
+    MAX_OFFSET,
     DbOption,
     JsonOption,
     fail,
@@ -67,8 +69,12 @@ def evaluations_list(
     ] = None,
     since: Annotated[str | None, typer.Option("--since", help="ISO date/time, inclusive.")] = None,
     until: Annotated[str | None, typer.Option("--until", help="ISO date/time, exclusive.")] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many.")] = 50,
-    offset: Annotated[int, typer.Option("--offset", min=0, help="Skip this many (paging).")] = 0,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, max=MAX_LIMIT, help="At most this many.")
+    ] = 50,
+    offset: Annotated[
+        int, typer.Option("--offset", min=0, max=MAX_OFFSET, help="Skip this many (paging).")
+    ] = 0,
     as_json: JsonOption = False,
 ) -> None:
     """Stored evaluations, newest first."""

@@ -8,6 +8,7 @@ import typer
 from rich.markup import escape
 
 from rubricflow.cli.shared import (
+    MAX_LIMIT,
     DbOption,
     JsonOption,
     out,
@@ -33,7 +34,9 @@ def _pct(value: float | None) -> str:
 @runs_app.command("list")
 def list_runs(
     db: DbOption = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, help="How many runs.")] = 20,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, max=MAX_LIMIT, help="How many runs.")
+    ] = 20,
     as_json: JsonOption = False,
 ) -> None:
     """The newest runs first: id, rubric, status, when, and how many targets passed."""

@@ -30,6 +30,8 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_USAGE",
+    "MAX_LIMIT",
+    "MAX_OFFSET",
     "ActorOption",
     "AllowImportOption",
     "ConcurrencyOption",
@@ -62,6 +64,11 @@ T = TypeVar("T")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130
+
+#: bounds of `--limit` and `--offset`: a page bigger than this is not a page, and an
+#: offset must fit the databases' 64-bit integers
+MAX_LIMIT = 100_000
+MAX_OFFSET = 2**62
 
 #: standard output (results) and standard error (messages, progress), for every command
 out = Console(soft_wrap=True, highlight=False)
