@@ -16,13 +16,14 @@ import json
 import os
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
 from rubricflow.engine.executor import evaluate_cases
 from rubricflow.errors import NotFoundError, RubricflowError
+from rubricflow.llm.secrets import redact_options
 from rubricflow.model import Rubric
 from rubricflow.results import Evaluation, Target
 from rubricflow.runs import (
@@ -106,7 +107,9 @@ class BatchRun:
         resume: bool = False,
         keep: bool = False,
     ) -> None:
-        self.info = info
+        # the options are kept with the run (results file, store, report): a judge URL's
+        # credentials or `?key=` are masked there, and live on only in the judge session
+        self.info = replace(info, options=redact_options(info.options))
         self.output = output
         self.store = store
         self.resume = resume

@@ -9,6 +9,7 @@ from typing import Any
 from rubricflow.llm.answers import extract_json, validate_answer
 from rubricflow.llm.base import LLMProvider, ProviderRequest, TransportError
 from rubricflow.llm.contracts import VERDICT_SCHEMA
+from rubricflow.llm.secrets import scrubber_of
 from rubricflow.llm.session import LLMSession
 
 __all__ = ["CheckReport", "check_provider", "check_session"]
@@ -59,7 +60,9 @@ class CheckReport:
 
 async def check_provider(provider: LLMProvider, *, max_tokens: int = 128) -> CheckReport:
     """Send one small verdict question (no cache, no re-ask) and report model, latency and
-    whether the answer came back schema-valid."""
+    whether the answer came back schema-valid. Whatever the server returns is scrubbed of
+    the credentials it was sent, in case it echoes them."""
+    scrubber = scrubber_of(provider)
     report = CheckReport(provider=provider.label, structured_output=provider.structured_output)
     request = ProviderRequest(
         messages=({"role": "system", "content": _SYSTEM}, {"role": "user", "content": _USER}),
@@ -74,11 +77,12 @@ async def check_provider(provider: LLMProvider, *, max_tokens: int = 128) -> Che
     except TransportError as error:
         report.latency_ms = round((time.perf_counter() - started) * 1000, 1)
         report.structured_output = provider.structured_output
-        report.error = str(error)
+        report.error = str(scrubber.error(error))
         return report
     report.latency_ms = round((time.perf_counter() - started) * 1000, 1)
     report.structured_output = provider.structured_output
     report.answered = True
+    response = scrubber.response(response)
     report.model = response.model
     report.input_tokens = response.input_tokens
     report.output_tokens = response.output_tokens

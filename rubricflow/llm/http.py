@@ -21,6 +21,7 @@ from rubricflow.llm.base import (
     redact,
     retry_after_seconds,
 )
+from rubricflow.llm.secrets import SecretScrubber, key_like_parameter
 
 __all__ = ["HTTPProvider", "environment_proxy", "normalise_base_url"]
 
@@ -71,6 +72,27 @@ class HTTPProvider(LLMProvider):
         self._urls: dict[str, httpx.URL] = {}
         self._sent_headers: httpx.Headers | None = None
         self._timeouts: dict[float, dict[str, float | None]] = {}
+        #: the environment variable the key came from, named in a 401/403 message
+        self.key_source: str | None = None
+        self.scrubber = self._secrets()
+        self.scrubber.register()
+
+    def _secrets(self) -> SecretScrubber:
+        """Every secret this provider sends, for scrubbing what the server returns: the API
+        key, the base URL's password (and its Basic form) and key-like query values."""
+        try:
+            url = httpx.URL(self.base_url)
+        except (httpx.InvalidURL, TypeError, ValueError):
+            return SecretScrubber.of(self._api_key)  # the request will fail, naming the URL
+        query = urllib.parse.parse_qsl(url.query.decode("ascii", "replace"))
+        found = [value for name, value in query if key_like_parameter(name)]
+        raw_query = [
+            part.partition("=")[2]
+            for part in url.query.decode("ascii", "replace").split("&")
+            if key_like_parameter(part.partition("=")[0])
+        ]
+        basic = (url.username, url.password) if url.password else None
+        return SecretScrubber.of(self._api_key, url.password, *found, *raw_query, basic=basic)
 
     @property
     def endpoint(self) -> str:
@@ -128,10 +150,13 @@ class HTTPProvider(LLMProvider):
         return {}
 
     def _url(self, path: str) -> httpx.URL:
-        """base_url + path, without any `user:password@` (sent as Basic auth instead)."""
+        """base_url + path, without any `user:password@` (sent as Basic auth instead); a
+        query in the base URL (`?key=...`) stays after the path."""
         url = self._urls.get(path)
         if url is None:
-            url = httpx.URL(f"{self.base_url}{path}")
+            parts = urllib.parse.urlsplit(self.base_url)
+            joined = parts._replace(path=parts.path.rstrip("/") + path, fragment="")
+            url = httpx.URL(urllib.parse.urlunsplit(joined))
             if url.userinfo:
                 url = url.copy_with(userinfo=b"")
             self._urls[path] = url

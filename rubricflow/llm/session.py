@@ -6,10 +6,12 @@ that turns a question into a validated answer with every call in the ledger.
    and no request at all);
 2. sends it, retrying timeouts, connection errors, 429 and 5xx with exponential back-off
    and jitter (honouring Retry-After) within `max_attempts` and the overall `deadline`;
-3. validates the answer; an invalid one is sent back once (`reask`) with the validation
+3. scrubs every secret the provider sent (its key, URL credentials, in every encoding)
+   from what the server returned, in case it echoes them: text, model name, errors;
+4. validates the answer; an invalid one is sent back once (`reask`) with the validation
    error; only valid answers are cached (under the original question's key too, so a
    re-run costs zero calls);
-4. returns the answer, or the reason there is none. It never raises for a judge failure.
+5. returns the answer, or the reason there is none. It never raises for a judge failure.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from rubricflow.llm.base import (
     redact,
 )
 from rubricflow.llm.cache import JudgeCache, SQLiteJudgeCache, cache_key, default_cache
+from rubricflow.llm.secrets import scrubber_of
 from rubricflow.results import CallOutcome, LLMCall, canonical_json
 
 if TYPE_CHECKING:
@@ -324,6 +327,8 @@ class LLMSession:
                     answer.value, answer.problems = best.value, best.problems
                 return answer
             response, latency_ms, attempt = sent
+            # a server may echo the credentials it received: they never go further
+            response = scrubber_of(provider).response(response)
             outcome: CallOutcome = "ok"
             problem: str | None = None
             reading: Reading | None = None
@@ -381,12 +386,15 @@ class LLMSession:
         error: str | None,
     ) -> LLMCall:
         price = provider.settings.price
+        scrubber = scrubber_of(provider)
         cost = None
         if response is not None and price is not None and outcome != "cached":
             cost = price.cost(response.input_tokens, response.output_tokens)
         return LLMCall(
             provider=provider.kind,
-            model=(response.model if response is not None and response.model else provider.model),
+            model=scrubber.scrub(
+                response.model if response is not None and response.model else provider.model
+            ),
             prompt_hash=prompt_hash,
             response_hash=_sha256(response.text) if response is not None else None,
             criterion_ids=question.criterion_ids,
@@ -395,7 +403,7 @@ class LLMSession:
             latency_ms=round(latency_ms, 3),
             attempt=attempt,
             outcome=outcome,
-            error=redact(error)[:500] if error else None,
+            error=scrubber.scrub(redact(error))[:500] if error else None,
             cost=cost,
             created_at=_now(),
         )
@@ -424,7 +432,9 @@ class LLMSession:
             started = time.perf_counter()
             try:
                 response = await provider.send(request, timeout=remaining)
-            except TransportError as error:
+            except TransportError as failed:
+                # its message may quote an error body that echoes the credentials
+                error = scrubber_of(provider).error(failed)
                 latency = (time.perf_counter() - started) * 1000
                 answer.calls.append(
                     self._record(
@@ -480,7 +490,7 @@ class LLMSession:
             return None
         try:
             stored = json.loads(raw)
-            text = stored["text"]
+            text = scrubber_of(provider).scrub(stored["text"])
             cached = question.read(text)
         except Exception:
             return None  # an entry this version cannot use is a miss, never an answer
@@ -488,7 +498,7 @@ class LLMSession:
             return None
         response = ProviderResponse(
             text=text,
-            model=stored.get("model"),
+            model=scrubber_of(provider).scrub_optional(stored.get("model")),
             input_tokens=stored.get("input_tokens"),
             output_tokens=stored.get("output_tokens"),
         )

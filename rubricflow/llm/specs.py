@@ -4,20 +4,32 @@ A spec is `PREFIX[:MODEL][@BASE_URL]`: `openai:gpt-4o-mini`,
 `openai:qwen2.5@http://127.0.0.1:8000/v1`, `anthropic:claude-3-5-haiku-latest`,
 `ollama:llama3.2[@http://host:11434]`, `local[:/path/model.gguf]`,
 `python:package.module:function`. The prefix picks a factory registered through the
-`rubricflow_llm_providers` hook; RUBRICFLOW_LLM holds the default spec. Keys come from
-the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY), never from a spec or a rubric.
+`rubricflow_llm_providers` hook; RUBRICFLOW_LLM holds the default spec.
+
+Keys come from the environment, never from a spec or a rubric, and a key goes only where
+it is meant to: OPENAI_API_KEY / ANTHROPIC_API_KEY only to the provider's own host
+(api.openai.com, api.anthropic.com) or to the base URL configured for that provider
+(OPENAI_BASE_URL / ANTHROPIC_BASE_URL); any other host gets RUBRICFLOW_LLM_API_KEY, if
+set, and otherwise no key. A spec holding a `key=`-like setting is refused.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rubricflow.errors import ConfigurationError, UnsafeImportError
-from rubricflow.llm.base import LLMProvider, ProviderSettings, redact, secret_from_env
+from rubricflow.llm.base import (
+    LLMProvider,
+    ProviderSettings,
+    Secret,
+    redact,
+    secret_from_env,
+)
 
 if TYPE_CHECKING:
     from rubricflow.scoring import PluginSet
@@ -25,16 +37,21 @@ if TYPE_CHECKING:
 __all__ = [
     "BUILTIN_FACTORIES",
     "ENV_VARS",
+    "KEY_ENV",
     "LLM_ENV",
     "ProviderSpec",
     "create_provider",
     "default_spec",
+    "key_for",
     "parse_spec",
 ]
 
 LLM_ENV = "RUBRICFLOW_LLM"
+KEY_ENV = "RUBRICFLOW_LLM_API_KEY"
+"""The key for a judge host that is not a provider's own (nor its configured base URL)."""
 ENV_VARS = (
     LLM_ENV,
+    KEY_ENV,
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
     "ANTHROPIC_API_KEY",
@@ -91,6 +108,62 @@ def parse_spec(text: str) -> tuple[str, str, str | None]:
     return prefix, model.strip(), (url.strip() or None) if at else None
 
 
+_KEY_SETTING = re.compile(r"(?i)(api[_-]?key|\bkey|token|secret|passw(?:or)?d|credentials?)\s*=")
+_PROVIDER_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+def _refuse_key_in_spec(prefix: str, model: str) -> None:
+    """A spec never carries a key: it is stored with the run and shown in reports.
+    (Credentials inside the base URL are the URL's, sent only to that host and masked
+    wherever the URL is kept.)"""
+    found = _KEY_SETTING.search(model)
+    if found is None or prefix == "python":
+        return
+    own = _PROVIDER_KEYS.get(prefix)
+    where = (
+        f"export {own} (sent only to the provider's own API or to the base URL configured "
+        f"for it), or {KEY_ENV} for any other host"
+        if own
+        else f"export {KEY_ENV} (the key for a judge host that is not a provider's own)"
+    )
+    raise ConfigurationError(
+        f"the LLM spec for {prefix!r} holds a key setting ({found.group(1)}=...): keys are "
+        f"never read from a spec, which is stored with every run and shown in reports; "
+        f"remove it and {where}"
+    )
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of a URL, default ports filled in."""
+    import httpx
+
+    from rubricflow.llm.http import normalise_base_url
+
+    try:
+        parsed = httpx.URL(normalise_base_url(url))
+    except Exception:
+        return ("", url, None)
+    default = {"http": 80, "https": 443}.get(parsed.scheme)
+    return (parsed.scheme, parsed.host.lower(), parsed.port or default)
+
+
+def key_for(
+    base_url: str, *, key_env: str, default_url: str, base_env: str
+) -> tuple[Secret | None, str | None]:
+    """The key to send to `base_url`, and the variable it came from: `key_env` (the
+    provider's own key) only when the URL is the provider's own host (`default_url`) or
+    the base URL configured for it (`base_env`); for any other host, RUBRICFLOW_LLM_API_KEY
+    if set; otherwise none."""
+    own = {_origin(default_url)}
+    configured = os.environ.get(base_env, "").strip()
+    if configured:
+        own.add(_origin(configured))
+    if _origin(base_url) in own:
+        return secret_from_env(key_env), key_env
+    key = secret_from_env(KEY_ENV)
+    return key, KEY_ENV if key is not None else None
+
+
 def default_spec() -> str | None:
     """The spec in RUBRICFLOW_LLM, if set."""
     return os.environ.get(LLM_ENV, "").strip() or None
@@ -115,6 +188,7 @@ def create_provider(
             "ollama:llama3.2 or local"
         )
     prefix, model, base_url = parse_spec(text)
+    _refuse_key_in_spec(prefix, model)
     if plugins is None:
         from rubricflow.plugins import default_plugins
 
@@ -168,19 +242,27 @@ def _openai(spec: ProviderSpec) -> LLMProvider:
 
     model = _need_model(spec, "gpt-4o-mini")
     base_url = spec.base_url or os.environ.get("OPENAI_BASE_URL", "").strip() or DEFAULT_OPENAI_URL
-    key = secret_from_env("OPENAI_API_KEY")
-    if key is None and "api.openai.com" in base_url:
+    key, source = key_for(
+        base_url,
+        key_env="OPENAI_API_KEY",
+        default_url=DEFAULT_OPENAI_URL,
+        base_env="OPENAI_BASE_URL",
+    )
+    if key is None and _origin(base_url)[1] == "api.openai.com":
         raise ConfigurationError(
-            "OPENAI_API_KEY is not set; export it, or point the spec at an OpenAI-compatible "
+            "OPENAI_API_KEY is not set (it is sent only to https://api.openai.com or to "
+            "OPENAI_BASE_URL); export it, or point the spec at an OpenAI-compatible "
             "server that needs no key: openai:MODEL@http://127.0.0.1:8000/v1"
         )
-    return OpenAIProvider(
+    provider = OpenAIProvider(
         model,
         base_url=base_url,
         api_key=key,
         settings=spec.resolve_settings(),
         **dict(spec.options),
     )
+    provider.key_source = source
+    return provider
 
 
 def _anthropic(spec: ProviderSpec) -> LLMProvider:
@@ -190,16 +272,26 @@ def _anthropic(spec: ProviderSpec) -> LLMProvider:
     base_url = (
         spec.base_url or os.environ.get("ANTHROPIC_BASE_URL", "").strip() or DEFAULT_ANTHROPIC_URL
     )
-    key = secret_from_env("ANTHROPIC_API_KEY")
-    if key is None and "api.anthropic.com" in base_url:
-        raise ConfigurationError("ANTHROPIC_API_KEY is not set; export it to use anthropic:")
-    return AnthropicProvider(
+    key, source = key_for(
+        base_url,
+        key_env="ANTHROPIC_API_KEY",
+        default_url=DEFAULT_ANTHROPIC_URL,
+        base_env="ANTHROPIC_BASE_URL",
+    )
+    if key is None and _origin(base_url)[1] == "api.anthropic.com":
+        raise ConfigurationError(
+            "ANTHROPIC_API_KEY is not set (it is sent only to https://api.anthropic.com or "
+            "to ANTHROPIC_BASE_URL); export it to use anthropic:"
+        )
+    provider = AnthropicProvider(
         model,
         base_url=base_url,
         api_key=key,
         settings=spec.resolve_settings(),
         **dict(spec.options),
     )
+    provider.key_source = source
+    return provider
 
 
 def _ollama(spec: ProviderSpec) -> LLMProvider:
@@ -207,9 +299,17 @@ def _ollama(spec: ProviderSpec) -> LLMProvider:
 
     model = _need_model(spec, "llama3.2")
     base_url = spec.base_url or os.environ.get("OLLAMA_HOST", "").strip() or DEFAULT_OLLAMA_URL
-    return OllamaProvider(
-        model, base_url=base_url, settings=spec.resolve_settings(), **dict(spec.options)
+    # Ollama has no key of its own: a gateway in front of it gets RUBRICFLOW_LLM_API_KEY
+    key = secret_from_env(KEY_ENV)
+    provider = OllamaProvider(
+        model,
+        base_url=base_url,
+        api_key=key,
+        settings=spec.resolve_settings(),
+        **dict(spec.options),
     )
+    provider.key_source = KEY_ENV if key is not None else None
+    return provider
 
 
 def _local(spec: ProviderSpec) -> LLMProvider:

@@ -19,6 +19,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from rubricflow.llm.base import redact
 from rubricflow.results import CriterionResult, Evaluation
 from rubricflow.runs import HISTOGRAM_BINS, RunData, RunSummary, summarize
 
@@ -202,7 +203,9 @@ def render_report(run: RunData, *, title: str | None = None) -> str:
         title=title or f"rubricflow report: {info.id}",
         info=info,
         rubric=rubric,
-        options=sorted((str(k), str(v)) for k, v in info.options.items()),
+        # a results file written before options were redacted may hold a judge URL's
+        # credentials: the header shows which judge, never its secret
+        options=sorted((str(k), redact(str(v))) for k, v in info.options.items()),
         summary=summary,
         counts={
             "pass": summary.passed,

@@ -46,6 +46,7 @@ async def test_request_asks_for_strict_json_schema(server: ScriptedServer) -> No
 
 async def test_api_key_goes_in_the_bearer_header(server: ScriptedServer, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-abcdef123456")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")  # the key goes only there
     server.queue(openai_reply(verdict()))
     await judge_once(server)
     assert server.requests[0].headers["authorization"] == "Bearer sk-test-abcdef123456"

@@ -21,6 +21,7 @@ TARGET = {"id": "t", "content": "Thank you for writing!"}
 
 async def test_anthropic_forces_the_answer_tool(server: ScriptedServer, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)  # the key goes only there
     server.queue(anthropic_reply(verdict("UNMET", "curt")))
     async with session_for(server, prefix="anthropic") as session:
         evaluation = await evaluate(ONE, TARGET, options={"llm": session})

@@ -39,6 +39,7 @@ async def test_the_key_is_never_shown(
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     caplog.set_level(logging.DEBUG)
     with ScriptedServer(echoing) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")  # the key goes only there
         session = LLMSession(
             f"openai:judge@{server.url}/v1", cache=None, settings=fast(max_attempts=2)
         )

@@ -41,7 +41,7 @@ class AnthropicProvider(HTTPProvider):
         super().__init__(model, base_url=base_url, api_key=api_key, settings=settings, **kwargs)
 
     def _key_variable(self) -> str:
-        return "ANTHROPIC_API_KEY"
+        return self.key_source or "ANTHROPIC_API_KEY"
 
     def _headers(self) -> dict[str, str]:
         headers = {"anthropic-version": ANTHROPIC_VERSION}

@@ -11,6 +11,7 @@ from rubricflow.llm.base import (
     ProviderRequest,
     ProviderResponse,
     ProviderSettings,
+    Secret,
     TransportError,
     schema_with_reasoning_limit,
 )
@@ -30,10 +31,20 @@ class OllamaProvider(HTTPProvider):
         model: str,
         *,
         base_url: str = DEFAULT_OLLAMA_URL,
+        api_key: Secret | None = None,
         settings: ProviderSettings | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(model, base_url=base_url, settings=settings, **kwargs)
+        super().__init__(model, base_url=base_url, api_key=api_key, settings=settings, **kwargs)
+
+    def _key_variable(self) -> str:
+        return "RUBRICFLOW_LLM_API_KEY"
+
+    def _headers(self) -> dict[str, str]:
+        # Ollama itself takes no key; a gateway in front of it may want a bearer token
+        if self._api_key:
+            return {"authorization": f"Bearer {self._api_key.reveal()}"}
+        return {}
 
     def payload(self, request: ProviderRequest) -> dict[str, Any]:
         options: dict[str, Any] = {"num_predict": request.max_tokens}

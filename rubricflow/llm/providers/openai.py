@@ -61,7 +61,7 @@ class OpenAIProvider(HTTPProvider):
         }[self.mode]
 
     def _key_variable(self) -> str:
-        return "OPENAI_API_KEY"
+        return self.key_source or "OPENAI_API_KEY"
 
     def _headers(self) -> dict[str, str]:
         if self._api_key:
