@@ -16,7 +16,7 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from rubricflow.errors import ConfigurationError, RubricflowError
-from rubricflow.formats.document import parse_text
+from rubricflow.formats.document import lone_surrogate, parse_text
 from rubricflow.jsonl import json_lines
 from rubricflow.results import Target
 
@@ -59,15 +59,12 @@ def as_target(value: Target | Mapping[str, Any] | str) -> Target:
 def _refuse_lone_surrogates(value: Any) -> None:
     """Text with half of a UTF-16 pair (`\\ud800`, e.g. an emoji cut in two) cannot be
     hashed, stored or sent to a judge: refuse it up front, saying where."""
-    try:
-        json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")
-    except UnicodeEncodeError as error:
-        bad = error.object[error.start : error.end]
-        shown = "".join(f"\\u{ord(c):04x}" for c in bad)
+    shown = lone_surrogate(value)
+    if shown is not None:
         raise ConfigurationError(
             f"the target holds a lone surrogate ({shown}): half of a character, e.g. an emoji "
             "cut in two; repair or drop that text"
-        ) from None
+        )
 
 
 def _target(value: Any, where: str) -> Target:

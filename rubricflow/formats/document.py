@@ -14,7 +14,14 @@ import yaml
 
 from rubricflow.errors import RubricLoadError
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "MAX_VALUES", "parse_text", "read_document"]
+__all__ = [
+    "MAX_BYTES",
+    "MAX_DEPTH",
+    "MAX_VALUES",
+    "lone_surrogate",
+    "parse_text",
+    "read_document",
+]
 
 MAX_BYTES = 10 * 1024 * 1024
 """Largest file `read_document` reads; a rubric file is a few kilobytes."""
@@ -251,7 +258,26 @@ def parse_text(text: str, source: str, *, suffix: str = "") -> Any:
         except ValueError as error:  # e.g. an integer with thousands of digits
             raise RubricLoadError(_unreadable_value("YAML", error), source) from None
     _check_depth(document, source)
+    surrogate = lone_surrogate(document)
+    if surrogate is not None:
+        raise RubricLoadError(
+            f"holds a lone surrogate ({surrogate}): half of a character, e.g. an emoji cut in "
+            "two by an escape; repair or drop that text",
+            source,
+        )
     return document
+
+
+def lone_surrogate(value: Any) -> str | None:
+    """The first lone surrogate (`\\ud800`, half of a UTF-16 pair) in text anywhere in
+    `value`, escaped for a message; None when there is none. Such text cannot be encoded
+    as UTF-8, so it cannot be hashed, stored or sent to a judge: refuse it on the way in."""
+    try:
+        json.dumps(value, ensure_ascii=False, default=str).encode("utf-8")
+    except UnicodeEncodeError as error:
+        bad = error.object[error.start : error.end]
+        return "".join(f"\\u{ord(c):04x}" for c in bad)
+    return None
 
 
 def _json_object(source: str) -> Any:

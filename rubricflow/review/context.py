@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 from rubricflow.errors import ReviewError
+from rubricflow.formats.document import lone_surrogate
 from rubricflow.plugins import PluginRegistry
 from rubricflow.review.lifecycle import Lifecycle
 from rubricflow.store import Store
@@ -113,6 +114,12 @@ def check_json(value: Any, what: str) -> None:
             f"artifact {what} must be JSON data (text, numbers, booleans, null, lists and "
             f"objects with text keys): {error}"
         ) from None
+    surrogate = lone_surrogate(value)
+    if surrogate is not None:
+        raise ReviewError(
+            f"artifact {what} holds a lone surrogate ({surrogate}): half of a character, e.g. "
+            "an emoji cut in two; repair or drop that text"
+        )
 
 
 def named(actor: str) -> str:
