@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,13 +29,21 @@ if TYPE_CHECKING:
     from rubricflow.results import Evaluation, Target
     from rubricflow.review import ArtifactRegistry, ReviewOutcome
     from rubricflow.rubric_diff import RubricDiff
-    from rubricflow.runs import RunData
+    from rubricflow.runs import RunData, RunInfo
     from rubricflow.store.evaluations import Bucket, CriterionPassRate, EvaluationStore, JudgeUsage
     from rubricflow.store.rubrics import RegisteredRubric, RubricRegistry
     from rubricflow.store.runs import RunOverview, RunStore
     from rubricflow.validation import FileReport
 
 __all__ = ["Application"]
+
+
+def _masked(info: RunInfo) -> RunInfo:
+    """`info` with credentials in its options (a judge URL's password, a `?key=`)
+    masked: what a face shows of a run never holds a secret."""
+    from rubricflow.llm.secrets import redact_options
+
+    return replace(info, options=redact_options(info.options))
 
 
 class Application:
@@ -254,10 +263,12 @@ class Application:
 
     # --- runs --------------------------------------------------------------------------------
     async def run(self, run_id: str) -> RunData:
-        """A stored run with its evaluations, by id or `latest`."""
+        """A stored run with its evaluations, by id or `latest` (its options with any
+        credential masked, runs stored before masking existed included)."""
         from rubricflow.report.sources import stored_run
 
-        return await stored_run(self.store, run_id)
+        data = await stored_run(self.store, run_id)
+        return replace(data, info=_masked(data.info))
 
     async def artifact_run(self, artifact_id: str) -> RunData:
         """Every stored evaluation of one artifact, as a run (for reports and compare)."""
@@ -266,8 +277,9 @@ class Application:
         return await stored_artifact_run(self.store, artifact_id)
 
     async def run_overviews(self, *, limit: int = 20) -> list[RunOverview]:
-        """The newest runs with their figures, summed up in SQL."""
-        return list(await self.store.runs.overviews(limit=limit))
+        """The newest runs with their figures, summed up in SQL (options masked)."""
+        overviews = await self.store.runs.overviews(limit=limit)
+        return [replace(o, info=_masked(o.info)) for o in overviews]
 
     async def compare_runs(self, run_a: str, run_b: str) -> RunComparison:
         """Run B against run A, matched by target id (ids or `latest`)."""

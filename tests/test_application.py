@@ -168,3 +168,34 @@ def test_a_refused_submit_of_new_content_creates_nothing(db: str, tmp_path: Path
     listed = run("artifacts", "list", "--json")
     assert listed.exit_code == 0, listed.output
     assert json.loads(listed.stdout)["artifacts"] == []
+
+
+def test_runs_stored_with_a_credential_show_it_masked(db: str) -> None:
+    from datetime import datetime, timezone
+
+    from rubricflow.runs import RunInfo
+    from rubricflow.store import Store
+
+    secret_spec = "openai:judge@http://bot:hunter2secret@judge.local/v1?key=sk-abcdef123456"
+
+    async def store_old_run() -> None:
+        async with await Store.open(db) as store:
+            info = RunInfo(
+                id="run-old",
+                rubric_id="post",
+                rubric_version="1.0.0",
+                source="targets.jsonl",
+                started_at=datetime.now(timezone.utc).isoformat(),
+                options={"llm": secret_spec},
+            )
+            await store.runs.start(info)
+
+    import asyncio
+
+    asyncio.run(store_old_run())
+    runner = CliRunner()
+    for args in (["runs", "show", "run-old", "--json"], ["runs", "list", "--json"]):
+        result = runner.invoke(cli_app, [*args, "--db", db])
+        assert result.exit_code == 0, result.output
+        assert "hunter2secret" not in result.stdout and "sk-abcdef123456" not in result.stdout
+        assert "judge.local" in result.stdout

@@ -20,7 +20,7 @@ from rubricflow.cli.shared import (
 
 if TYPE_CHECKING:
     from rubricflow.application import Application
-    from rubricflow.runs import RunData, RunInfo, RunSummary
+    from rubricflow.runs import RunInfo, RunSummary
 
 __all__ = ["runs_app"]
 
@@ -72,18 +72,7 @@ def show_run(
     """One run: its options, verdict counts, scores, per-criterion pass rates, LLM usage."""
     from rubricflow.runs import summarize
 
-    async def work(app: Application) -> RunData:
-        chosen = run_id
-        if run_id == "latest":
-            latest = await app.runs.latest()
-            if latest is None:
-                from rubricflow.errors import NotFoundError
-
-                raise NotFoundError("the store holds no run yet; start one with `rubricflow eval`")
-            chosen = latest.id
-        return await app.runs.load(chosen)
-
-    run = run_with_app(db, work)
+    run = run_with_app(db, lambda app: app.run(run_id))
     summary = summarize(run.evaluations)
     if as_json:
         print_json({**run.info.to_dict(), "summary": summary.to_dict()})
