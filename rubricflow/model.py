@@ -37,6 +37,7 @@ from rubricflow.errors import Problem, RubricValidationError
 __all__ = [
     "SEMVER_PATTERN",
     "Criterion",
+    "CriterionGroup",
     "Example",
     "Level",
     "Rubric",
@@ -45,6 +46,7 @@ __all__ = [
     "Scoring",
     "Subcriterion",
     "UnscoredPolicy",
+    "ZeroWeights",
     "parse_rubric",
     "semver_key",
 ]
@@ -59,6 +61,10 @@ ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:/-]*$"
 BAND_MIN, BAND_MAX = 0, 10
 
 UnscoredPolicy = Literal["fail_closed", "exclude", "count_as_zero"]
+ZeroWeights = Literal["mean", "zero"]
+"""What a set of criteria (or groups) scores when every weight in it is 0: the plain mean
+of their scores (rubricflow's default), or 0 (AgentV: satisfied weight / total weight)."""
+GROUP_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_:/-]*$"  # no dot: `group.item` must split one way
 
 
 def _rule(path: str, message: str) -> PydanticCustomError:
@@ -433,6 +439,9 @@ class Criterion(_Frozen):
     subcriteria: tuple[Subcriterion, ...] = ()
     scoring: Scoring = Field(default_factory=Scoring)
     section: str | None = None
+    group: str | None = None
+    """The criterion group (a rubric's `groups`) this criterion is scored in; its id is
+    then qualified as `group.item` (written either way in a document)."""
 
     @property
     def kind(self) -> Literal["binary", "levels", "bands"]:
@@ -520,6 +529,30 @@ def _check_bands(bands: tuple[ScoreRange, ...]) -> None:
         )
 
 
+class CriterionGroup(_Frozen):
+    """A group of criteria scored on its own by the one formula (an AgentV grader).
+
+    A rubric with groups scores the weighted mean of its groups' scores (`weight`, equal
+    by default). `required` makes a group whose score is below `min_score` (or, without
+    one, the pass threshold) fail the whole evaluation. `zero_weights` says what the group
+    scores when all its criteria weigh 0 (unset: the rubric's `zero_weights`).
+    """
+
+    id: Annotated[str, Field(min_length=1, pattern=GROUP_ID_PATTERN)]
+    name: str = ""
+    description: str = ""
+    weight: Annotated[float, Field(ge=0.0)] = 1.0
+    required: StrictBool = False
+    min_score: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+    zero_weights: ZeroWeights | None = None
+
+    @model_validator(mode="after")
+    def _default_name(self) -> CriterionGroup:
+        if not self.name:
+            object.__setattr__(self, "name", self.id)
+        return self
+
+
 class Scale(_Frozen):
     """The scale scores are also reported on (e.g. 0..10); `discrete` rounds the scaled score."""
 
@@ -563,6 +596,8 @@ class Rubric(_Frozen):
     pass_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.7
     scale: Scale = Field(default_factory=Scale)
     unscored_policy: UnscoredPolicy = "fail_closed"
+    zero_weights: ZeroWeights = "mean"
+    groups: tuple[CriterionGroup, ...] = ()
     criteria: Annotated[tuple[Criterion, ...], Field(min_length=1)]
     metadata: JsonMapping = Field(default_factory=dict)
 
@@ -592,16 +627,64 @@ class Rubric(_Frozen):
     def _unique_criteria(self) -> Rubric:
         if not self.name:
             object.__setattr__(self, "name", self.id)
+        if self.groups or any(c.group is not None for c in self.criteria):
+            object.__setattr__(self, "criteria", self._grouped_criteria())
         seen: dict[str, int] = {}
         for index, criterion in enumerate(self.criteria):
             if criterion.id in seen:
+                where = f" in group {criterion.group!r}" if criterion.group else ""
                 raise _rule(
                     f"criteria[{index}].id",
-                    f"duplicate criterion id {criterion.id!r} "
+                    f"duplicate criterion id {criterion.id!r}{where} "
                     f"(also criteria[{seen[criterion.id]}]); give every criterion its own id",
                 )
             seen[criterion.id] = index
         return self
+
+    def _grouped_criteria(self) -> tuple[Criterion, ...]:
+        """Check the groups and qualify each grouped criterion's id as `group.item`."""
+        declared: dict[str, int] = {}
+        for index, declared_group in enumerate(self.groups):
+            group_id = declared_group.id
+            if group_id in declared:
+                raise _rule(
+                    f"groups[{index}].id",
+                    f"duplicate group id {group_id!r} (also groups[{declared[group_id]}]); "
+                    "give every group its own id",
+                )
+            declared[group_id] = index
+        names = ", ".join(declared) or "none"
+        criteria = []
+        used: set[str] = set()
+        for index, criterion in enumerate(self.criteria):
+            group = criterion.group
+            if group is None:
+                raise _rule(
+                    f"criteria[{index}].group",
+                    f"criterion {criterion.id!r} has no group, but this rubric scores by "
+                    f"groups ({names}); give it `group:` one of them",
+                )
+            if group not in declared:
+                raise _rule(
+                    f"criteria[{index}].group",
+                    f"group {group!r} is not declared under `groups` (declared: {names}); "
+                    "add it there or fix the spelling",
+                )
+            used.add(group)
+            if not criterion.id.startswith(f"{group}."):
+                criterion = criterion.model_copy(update={"id": f"{group}.{criterion.id}"})
+            criteria.append(criterion)
+        for group_id, index in declared.items():
+            if group_id not in used:
+                raise _rule(
+                    f"groups[{index}]",
+                    f"group {group_id!r} has no criteria; give it some (`group: {group_id}` "
+                    "on a criterion) or remove it",
+                )
+        return tuple(criteria)
+
+    def group(self, group_id: str) -> CriterionGroup | None:
+        return next((g for g in self.groups if g.id == group_id), None)
 
     def criterion(self, criterion_id: str) -> Criterion | None:
         return next((c for c in self.criteria if c.id == criterion_id), None)

@@ -86,14 +86,52 @@ class FileReport:
         }
 
 
+def _weight_warnings(rubric: Rubric, warnings: list[Problem]) -> set[str | None]:
+    """Warn where every weight of a scope (the rubric, or a group) is 0: those criteria are
+    then the whole verdict (their plain mean) or score 0 (`zero_weights: zero`), so
+    "cannot affect the verdict" would be false. Returns the scopes (group ids; None for
+    an ungrouped rubric) whose criteria all weigh 0."""
+    scopes: dict[str | None, list[float]] = {}
+    for criterion in rubric.criteria:
+        scopes.setdefault(criterion.group, []).append(criterion.weight)
+    all_zero = {scope for scope, weights in scopes.items() if all(w == 0 for w in weights)}
+    for scope in sorted(all_zero, key=str):
+        group = rubric.group(scope) if scope is not None else None
+        policy = (group.zero_weights if group else None) or rubric.zero_weights
+        where = "criteria" if group is None else f"groups[{rubric.groups.index(group)}]"
+        what = "every criterion" if group is None else f"every criterion of group {scope!r}"
+        if policy == "zero":
+            effect = (
+                "so it scores 0 whatever the verdicts (zero_weights: zero); give the "
+                "criteria weights"
+            )
+        else:
+            effect = (
+                "so the score is the plain mean of their scores: these criteria are the "
+                "whole verdict, equally weighted; give weights if some matter more"
+            )
+        warnings.append(Problem(where, f"{what} weighs 0, {effect}"))
+    if rubric.groups and any(g.weight > 0 for g in rubric.groups):
+        for index, group in enumerate(rubric.groups):
+            if group.weight == 0 and not group.required:
+                warnings.append(
+                    Problem(
+                        f"groups[{index}].weight",
+                        "group weight 0 and not required: it cannot affect the verdict",
+                    )
+                )
+    return all_zero
+
+
 def lint_rubric(rubric: Rubric, plugins: PluginRegistry | None = None) -> list[Problem]:
     """Warnings for what is legal but suspicious, and meta-rubric findings below pass."""
     warnings: list[Problem] = []
     scorers = set(plugins.scorers) if plugins is not None else None
     functions = set(plugins.functions) if plugins is not None else None
+    all_zero = _weight_warnings(rubric, warnings)
     for index, criterion in enumerate(rubric.criteria):
         where = f"criteria[{index}]"
-        if criterion.weight == 0 and not criterion.required:
+        if criterion.weight == 0 and not criterion.required and criterion.group not in all_zero:
             warnings.append(
                 Problem(
                     f"{where}.weight", "weight 0 and not required: it cannot affect the verdict"

@@ -14,10 +14,17 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from rubricflow.model import Criterion, Rubric, UnscoredPolicy
+from rubricflow.model import Criterion, Rubric, UnscoredPolicy, ZeroWeights
 from rubricflow.results import CriterionResult, Verdict
 
-__all__ = ["Aggregate", "aggregate", "criterion_passed", "exact", "weighted_score"]
+__all__ = [
+    "Aggregate",
+    "aggregate",
+    "criterion_passed",
+    "exact",
+    "grouped_score",
+    "weighted_score",
+]
 
 
 @lru_cache(maxsize=65536)
@@ -34,10 +41,13 @@ def _clamp(value: Fraction) -> Fraction:
     return min(Fraction(1), max(Fraction(0), value))
 
 
-def weighted_score(pairs: Sequence[tuple[float, float]]) -> tuple[Fraction, Fraction]:
+def weighted_score(
+    pairs: Sequence[tuple[float, float]], *, zero_weights: ZeroWeights = "mean"
+) -> tuple[Fraction, Fraction]:
     """(score, raw_score) for (weight, s) pairs by the one formula.
 
-    With every weight zero the score is the plain mean of s (nothing to weigh by).
+    With every weight zero the score is the plain mean of s (nothing to weigh by), or 0
+    under `zero_weights="zero"` (AgentV: satisfied weight / total weight, total 0).
     """
     positive = sum((exact(w) for w, _ in pairs if w > 0), Fraction(0))
     negative = sum((-exact(w) for w, _ in pairs if w < 0), Fraction(0))
@@ -46,9 +56,44 @@ def weighted_score(pairs: Sequence[tuple[float, float]]) -> tuple[Fraction, Frac
         return _clamp(total / positive), total
     if negative > 0:
         return _clamp(1 + total / negative), total
-    if pairs:
+    if pairs and zero_weights == "mean":
         return _clamp(sum((exact(s) for _, s in pairs), Fraction(0)) / len(pairs)), total
     return Fraction(0), total
+
+
+def grouped_score(
+    rubric: Rubric,
+    pairs_by_group: dict[str | None, list[tuple[float, float]]],
+) -> tuple[Fraction, tuple[tuple[str, Fraction], ...]]:
+    """The rubric's score from its criteria's (weight, s) pairs, keyed by group id.
+
+    Without groups: the one formula over every pair. With groups: each group that has a
+    scored pair is scored by the formula on its own, and the rubric's score is the mean
+    of those group scores weighted by the groups' weights (a group with nothing scored
+    drops out, as AgentV drops a grader that gave no answer). Returns the score and each
+    group's (id, score).
+    """
+    if not rubric.groups:
+        pairs = pairs_by_group.get(None, [])
+        return weighted_score(pairs, zero_weights=rubric.zero_weights)[0], ()
+    scores: list[tuple[str, Fraction]] = []
+    weighted: list[tuple[Fraction, Fraction]] = []
+    for group in rubric.groups:
+        group_pairs = pairs_by_group.get(group.id)
+        if not group_pairs:
+            continue
+        policy = group.zero_weights or rubric.zero_weights
+        score = weighted_score(group_pairs, zero_weights=policy)[0]
+        scores.append((group.id, score))
+        weighted.append((exact(group.weight), score))
+    total = sum((weight for weight, _ in weighted), Fraction(0))  # group weights are >= 0
+    if total > 0:
+        mean = sum((weight * score for weight, score in weighted), Fraction(0)) / total
+    elif weighted and rubric.zero_weights == "mean":
+        mean = sum((score for _, score in weighted), Fraction(0)) / len(weighted)
+    else:
+        mean = Fraction(0)
+    return mean, tuple(scores)
 
 
 def criterion_passed(
@@ -83,6 +128,8 @@ class Aggregate:
     coverage: Fraction
     gating_failures: tuple[str, ...]
     unscored: tuple[str, ...]
+    group_scores: tuple[tuple[str, Fraction], ...] = ()
+    """(group id, score) for each group that had a scored criterion; empty without groups."""
 
     @property
     def passed(self) -> bool:
@@ -103,12 +150,16 @@ def aggregate(
       `exclude` drops unscored criteria from the formula (a required one still makes
       the verdict `incomplete`); `count_as_zero` gives them zero credit (a penalty
       criterion counts as incurred, a required one as failed).
-    - Otherwise `pass` exactly when score >= threshold.
+    - A required group whose score is below its `min_score` (else the threshold) makes
+      the verdict `fail`; its id is listed among the gating failures.
+    - Otherwise `pass` exactly when score >= threshold. With groups, the score is the
+      weighted mean of the group scores (see `grouped_score`).
     """
     bar = rubric.pass_threshold if threshold is None else threshold
     mode = policy or rubric.unscored_policy
     by_id = {c.id: c for c in rubric.criteria}
     pairs: list[tuple[float, float]] = []
+    by_group: dict[str | None, list[tuple[float, float]]] = {}
     gating: list[str] = []
     unscored: list[str] = []
     unscored_required = False
@@ -121,12 +172,14 @@ def aggregate(
         if result.status == "scored" and result.score is not None:
             scored_weight += magnitude
             pairs.append((criterion.weight, result.score))
+            by_group.setdefault(criterion.group, []).append(pairs[-1])
             if criterion.required and result.passed is False:
                 gating.append(criterion.id)
             continue
         unscored.append(criterion.id)
         if mode == "count_as_zero":
             pairs.append((criterion.weight, 0.0 if criterion.weight >= 0 else 1.0))
+            by_group.setdefault(criterion.group, []).append(pairs[-1])
             if criterion.required:
                 gating.append(criterion.id)
         elif criterion.required:
@@ -136,7 +189,15 @@ def aggregate(
     else:
         count = len(results)
         coverage = Fraction(count - len(unscored), count) if count else Fraction(0)
-    score, raw = weighted_score(pairs)
+    raw = weighted_score(pairs)[1]
+    score, group_scores = grouped_score(rubric, by_group)
+    for group_id, group_score in group_scores:
+        group = rubric.group(group_id)
+        assert group is not None
+        if group.required:
+            group_bar = bar if group.min_score is None else group.min_score
+            if group_score < exact(group_bar):
+                gating.append(group_id)
     verdict: Verdict
     if gating:
         verdict = "fail"
@@ -144,4 +205,4 @@ def aggregate(
         verdict = "incomplete"
     else:
         verdict = "pass" if score >= exact(bar) else "fail"
-    return Aggregate(verdict, score, raw, coverage, tuple(gating), tuple(unscored))
+    return Aggregate(verdict, score, raw, coverage, tuple(gating), tuple(unscored), group_scores)

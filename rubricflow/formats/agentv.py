@@ -3,14 +3,22 @@ assertions (`assertions:` or `assert:`; strings, `type: rubrics` with `criteria`
 `type: llm-rubric` with `value`).
 
 Each case (test) becomes one rubric: its own rubric items plus any file-level rubric
-evaluators. As in AgentV's code, an item's `required` defaults to true and the pass
-bar is 0.8. When any item has `score_ranges`, every item is scored 0..10 (AgentV's
-score-range mode). An item's `operator: correctness` is a plain requirement;
-`operator: contradiction` (a guard: met unless the answer contradicts the outcome) is
-imported as that requirement, spelled out in the description. Unlike AgentV, duplicate
-item ids are rejected, and a required item that fails fails the whole case. A key
-rubricflow does not read that holds rubric items (`assertion:`, a v4 test's `rubrics:`)
-is an error, never silently dropped.
+evaluators. Each grader (a v2 rubric evaluator or case `rubrics` list, a v4 `rubrics` /
+`llm-rubric` assertion; a v4 test's plain-string assertions together) becomes a
+criterion group, scored on its own, and the case scores the mean of its graders, weighted
+by a grader's own `weight`, as AgentV does; item ids are qualified as `grader.item`. A
+case with one plain grader needs no groups. A grader whose items all weigh 0 scores 0
+(`zero_weights: zero`). A grader's `required` (true, or a number: its minimum score) gates
+the case. As in AgentV's code, an item's `required` defaults to true, and the pass bar
+is 0.8 unless the file's or the case's `execution.threshold` says otherwise. When an item
+of a grader has `score_ranges`, every item of that grader is scored 0..10 (AgentV's
+score-range mode); a required score-range item needs 10/10 in a v2 file
+(`requiredMinScore = 10`), and in a v4 file gates only through its `min_score`. An item's
+`operator: correctness` is a plain requirement; `operator: contradiction` (a guard: met
+unless the answer contradicts the outcome) is imported as that requirement, spelled out
+in the description. Unlike AgentV, duplicate item ids in one grader are rejected, and a
+required item that fails fails the whole case. A key rubricflow does not read that holds
+rubric items (`assertion:`, a v4 test's `rubrics:`) is an error, never silently dropped.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ _V4_TOP_KEYS = frozenset({"tests", "defaultTest", "default_test", "execution", *
 _V2_CASE_KEYS = frozenset({"rubrics", "execution"})
 _V4_TEST_KEYS = frozenset({*ASSERT_KEYS, "vars", "execution", "criteria"})
 _EXECUTION_KEYS = frozenset({"evaluators"})
+STRINGS_GRADER = "rubrics"  # the grader AgentV collects plain-string items into
 _RUBRICISH_KEY = re.compile(r"ass?ert|rubric|criteri|evaluat|grader|check|item", re.IGNORECASE)
 
 
@@ -97,18 +106,76 @@ class AgentVFormat:
         return ImportResult(rubrics, reader.warnings)
 
 
+class _Grader:
+    """One AgentV grader: its items, and its own weight and gate when it has them."""
+
+    def __init__(self, name: str, path: str, *, strings: bool = False) -> None:
+        self.name = name
+        self.path = path
+        self.strings = strings  # the plain strings of a v4 test, merged into one grader
+        self.items: list[tuple[str, Any]] = []  # (source path, raw item)
+        self.weight: float | None = None
+        self.required = False
+        self.min_score: float | None = None
+
+    @property
+    def plain(self) -> bool:
+        return self.weight is None and not self.required
+
+
 class _Case:
     def __init__(self, case_id: str, path: str, outcome: str, extra: dict[str, Any]) -> None:
         self.id = case_id
         self.path = path
         self.outcome = outcome
         self.extra = extra
-        self.items: list[tuple[str, Any]] = []  # (source path, raw item)
+        self.graders: list[_Grader] = []
+        self.threshold: float | None = None
 
 
-def _rubric_evaluators(
-    reader: SourceReader, holder: Mapping[str, Any], path: str
-) -> list[tuple[str, Any]]:
+def _grader_settings(
+    reader: SourceReader, grader: _Grader, holder: Mapping[str, Any], where: str
+) -> None:
+    """A grader's own `weight` (its share of the case score) and `required` (true: the
+    grader must reach the pass bar; a number 0..1: its minimum score)."""
+    weight = reader.number(holder, "weight", where)
+    if weight is not None and weight < 0:
+        reader.problem(
+            f"{where}.weight", f"a grader's weight must be 0 or more, got {shown(weight)}"
+        )
+    grader.weight = weight
+    required = holder.get("required")
+    if required is None or required is False:
+        return
+    if required is True:
+        grader.required = True
+    elif isinstance(required, int | float) and 0 <= required <= 1:
+        grader.required, grader.min_score = True, float(required)
+    else:
+        reader.problem(
+            f"{where}.required",
+            f"a grader's `required` is true/false or its minimum score from 0 to 1, got "
+            f"{shown(required)}",
+        )
+
+
+def _threshold(reader: SourceReader, holder: Mapping[str, Any], path: str) -> float | None:
+    """`execution.threshold`: the pass bar (0..1) for the file or one case."""
+    execution = holder.get("execution")
+    if not isinstance(execution, Mapping) or execution.get("threshold") is None:
+        return None
+    where = f"{path}.execution" if path else "execution"
+    value = reader.number(execution, "threshold", where)
+    if value is not None and not 0 <= value <= 1:
+        reader.problem(
+            f"{where}.threshold",
+            f"the pass threshold is a score from 0 to 1, got {shown(value)}; write e.g. 0.8",
+        )
+        return None
+    return value
+
+
+def _rubric_evaluators(reader: SourceReader, holder: Mapping[str, Any], path: str) -> list[_Grader]:
     execution = holder.get("execution")
     if execution is None:
         return []
@@ -116,7 +183,7 @@ def _rubric_evaluators(
     if execution is None:
         return []
     evaluators = reader.sequence(execution.get("evaluators") or [], f"{path}execution.evaluators")
-    items: list[tuple[str, Any]] = []
+    graders: list[_Grader] = []
     for index, evaluator in enumerate(evaluators or []):
         where = f"{path}execution.evaluators[{index}]"
         if not isinstance(evaluator, Mapping):
@@ -130,15 +197,20 @@ def _rubric_evaluators(
         _unread_items(
             reader, evaluator, where, frozenset({"rubrics"}), "rubric evaluator", texts=True
         )
+        name = evaluator.get("name")
+        grader = _Grader(name if isinstance(name, str) and name else f"grader-{index + 1}", where)
+        _grader_settings(reader, grader, evaluator, where)
         for item_index, item in enumerate(
             reader.sequence(evaluator.get("rubrics") or [], f"{where}.rubrics") or []
         ):
-            items.append((f"{where}.rubrics[{item_index}]", item))
-    return items
+            grader.items.append((f"{where}.rubrics[{item_index}]", item))
+        graders.append(grader)
+    return graders
 
 
 def _v2_cases(reader: SourceReader, doc: Mapping[str, Any]) -> list[_Case]:
     shared = _rubric_evaluators(reader, doc, "")
+    suite_threshold = _threshold(reader, doc, "")
     cases = []
     for index, raw in enumerate(reader.sequence(doc.get("evalcases"), "evalcases") or []):
         path = f"evalcases[{index}]"
@@ -153,14 +225,20 @@ def _v2_cases(reader: SourceReader, doc: Mapping[str, Any]) -> list[_Case]:
             case_id, path, outcome, _case_extra(case.get("input"), case.get("expected_output"))
         )
         own = case.get("rubrics")
+        own_grader = _Grader(STRINGS_GRADER, f"{path}.rubrics")
         for item_index, item in enumerate(
             reader.sequence(own, f"{path}.rubrics") or [] if own is not None else []
         ):
-            entry.items.append((f"{path}.rubrics[{item_index}]", item))
-        entry.items.extend(_rubric_evaluators(reader, case, f"{path}."))
-        entry.items.extend(shared)
+            own_grader.items.append((f"{path}.rubrics[{item_index}]", item))
+        if own_grader.items:
+            entry.graders.append(own_grader)
+        entry.graders.extend(_rubric_evaluators(reader, case, f"{path}."))
+        entry.graders.extend(shared)
+        entry.graders = [grader for grader in entry.graders if grader.items]
+        threshold = _threshold(reader, case, path)
+        entry.threshold = suite_threshold if threshold is None else threshold
         _unread_items(reader, case, path, _V2_CASE_KEYS, "v2 eval case")
-        if not entry.items:
+        if not entry.graders:
             if not outcome:
                 reader.warn(path, "case has neither rubrics nor expected_outcome; skipped")
                 continue
@@ -169,7 +247,8 @@ def _v2_cases(reader: SourceReader, doc: Mapping[str, Any]) -> list[_Case]:
                 "case has no rubrics; AgentV would grade expected_outcome with its default "
                 "judge, so it is imported as a single required criterion",
             )
-            entry.items.append((f"{path}.expected_outcome", outcome))
+            own_grader.items.append((f"{path}.expected_outcome", outcome))
+            entry.graders.append(own_grader)
         cases.append(entry)
     return cases
 
@@ -177,7 +256,7 @@ def _v2_cases(reader: SourceReader, doc: Mapping[str, Any]) -> list[_Case]:
 def _v4_cases(reader: SourceReader, doc: Mapping[str, Any]) -> list[_Case]:
     # suite-level items, appended to every test: `defaultTest`'s, then the file's own
     # `assertions` (a test with `execution.skip_defaults: true` leaves both out)
-    shared: list[tuple[str, Any]] = []
+    shared: list[_Grader] = []
     key = "defaultTest" if "defaultTest" in doc else "default_test"
     default = doc.get(key)
     if isinstance(default, Mapping):
@@ -185,6 +264,7 @@ def _v4_cases(reader: SourceReader, doc: Mapping[str, Any]) -> list[_Case]:
         _unread_items(reader, default, key, frozenset(ASSERT_KEYS), "defaultTest")
     shared += _v4_asserts(reader, doc, "")
     _v4_execution(reader, doc, "")
+    suite_threshold = _threshold(reader, doc, "")
     cases = []
     for index, raw in enumerate(reader.sequence(doc.get("tests"), "tests") or []):
         path = f"tests[{index}]"
@@ -206,23 +286,44 @@ def _v4_cases(reader: SourceReader, doc: Mapping[str, Any]) -> list[_Case]:
         )
         own = _v4_asserts(reader, case, path)
         _v4_execution(reader, case, path)
+        threshold = _threshold(reader, case, path)
+        entry.threshold = suite_threshold if threshold is None else threshold
         _unread_items(reader, case, path, _V4_TEST_KEYS, "v4 test")
         execution = case.get("execution")
         skip_defaults = isinstance(execution, Mapping) and execution.get("skip_defaults") is True
-        entry.items = own + ([] if skip_defaults else shared)
-        if not entry.items:
+        entry.graders = _merge_strings(own + ([] if skip_defaults else shared))
+        if not entry.graders:
             if criteria and not any(case.get(k) is not None for k in ASSERT_KEYS):
                 reader.warn(
                     path,
                     "test has no assertions; AgentV would grade its `criteria` with its "
                     "default judge, so it is imported as a single required criterion",
                 )
-                entry.items.append((f"{path}.criteria", criteria))
+                grader = _Grader(STRINGS_GRADER, strings=True, path=f"{path}.criteria")
+                grader.items.append((f"{path}.criteria", criteria))
+                entry.graders.append(grader)
             else:
                 reader.warn(path, "test has no rubric assertions; skipped")
                 continue
         cases.append(entry)
     return cases
+
+
+def _merge_strings(graders: list[_Grader]) -> list[_Grader]:
+    """AgentV collects every plain-string assertion of a test (its own, then the suite's)
+    into one grader, placed where the first of them stands."""
+    merged: list[_Grader] = []
+    strings: _Grader | None = None
+    for grader in graders:
+        if not grader.strings:
+            merged.append(grader)
+        elif strings is None:
+            strings = _Grader(STRINGS_GRADER, strings=True, path=grader.path)
+            strings.items.extend(grader.items)
+            merged.append(strings)
+        else:
+            strings.items.extend(grader.items)
+    return [grader for grader in merged if grader.items]
 
 
 def _test_criteria(reader: SourceReader, case: Mapping[str, Any], path: str) -> str:
@@ -247,10 +348,9 @@ def _v4_execution(reader: SourceReader, holder: Mapping[str, Any], path: str) ->
         _unread_items(reader, execution, where, frozenset(), "execution")
 
 
-def _v4_asserts(
-    reader: SourceReader, holder: Mapping[str, Any], path: str
-) -> list[tuple[str, Any]]:
-    """The rubric items of `holder`'s `assertions` (or `assert`, the older name)."""
+def _v4_asserts(reader: SourceReader, holder: Mapping[str, Any], path: str) -> list[_Grader]:
+    """The rubric graders of `holder`'s `assertions` (or `assert`, the older name): each
+    rubric assertion, and one grader per run of plain strings (merged by `_merge_strings`)."""
     present = [key for key in ASSERT_KEYS if holder.get(key) is not None]
     prefix = f"{path}." if path else ""
     if len(present) > 1:
@@ -263,13 +363,21 @@ def _v4_asserts(
     if not present:
         return []
     key = present[0]
-    items: list[tuple[str, Any]] = []
+    graders: list[_Grader] = []
     for index, entry in enumerate(reader.sequence(holder[key], f"{prefix}{key}") or []):
         where = f"{prefix}{key}[{index}]"
         if isinstance(entry, str):
-            items.append((where, entry))
+            strings = _Grader(STRINGS_GRADER, strings=True, path=where)
+            strings.items.append((where, entry))
+            graders.append(strings)
         elif isinstance(entry, Mapping) and entry.get("type") in RUBRIC_EVALUATOR_TYPES:
-            items.extend(_rubric_assertion(reader, entry, where))
+            name = entry.get("name")
+            grader = _Grader(
+                name if isinstance(name, str) and name else f"grader-{index + 1}", where
+            )
+            _grader_settings(reader, grader, entry, where)
+            grader.items.extend(_rubric_assertion(reader, entry, where))
+            graders.append(grader)
         elif isinstance(entry, Mapping) and entry.get("type") is None and _is_item(entry):
             reader.problem(
                 where,
@@ -280,7 +388,7 @@ def _v4_asserts(
             reader.warn(where, f"assert type {shown(entry.get('type'))} is not a rubric; skipped")
         else:
             reader.problem(where, "expected a rubric item text or an assert mapping")
-    return items
+    return graders
 
 
 def _rubric_assertion(
@@ -364,6 +472,7 @@ def _case_extra(case_input: Any, expected: Any) -> dict[str, Any]:
 
 
 def _criterion(reader: SourceReader, raw: Any, path: str, number: int) -> dict[str, Any] | None:
+    """One rubric item as a native criterion (`number` names an item without an id)."""
     if isinstance(raw, str):
         return {"id": f"rubric-{number}", "description": raw, "required": True}
     item = reader.mapping(raw, path)
@@ -401,9 +510,11 @@ def _criterion(reader: SourceReader, raw: Any, path: str, number: int) -> dict[s
         criterion["score_ranges"] = _bands(reader, item["score_ranges"], f"{path}.score_ranges")
     if item.get("min_score") is not None:
         criterion["min_score"] = reader.number(item, "min_score", path)
+        criterion["_min_score_given"] = True
     elif item.get("required_min_score") is not None:
         value = reader.number(item, "required_min_score", path)
         criterion["min_score"] = value / 10 if value is not None else None
+        criterion["_min_score_given"] = True
     return criterion
 
 
@@ -450,26 +561,71 @@ def _long_band_paths(raw: Any, native_path: str, path: str) -> dict[str, str]:
 def _case_rubric(case: _Case, doc: Mapping[str, Any], source: str | None, version: str) -> Any:
     reader = SourceReader(source)
     criteria: list[dict[str, Any]] = []
+    groups: list[dict[str, Any]] = []
     path_map: dict[str, str] = {}
-    for number, (path, raw) in enumerate(case.items, start=1):
-        criterion = _criterion(reader, raw, path, number)
-        if criterion is not None:
-            native_path = f"criteria[{len(criteria)}]"
-            path_map[native_path] = path
-            path_map.update(_long_band_paths(raw, native_path, path))
-            criteria.append(criterion)
+    grouped = len(case.graders) > 1 or any(not grader.plain for grader in case.graders)
+    taken: set[str] = set()
+    for grader in case.graders:
+        group_id = slugify(grader.name, "grader").replace(".", "_")
+        base, suffix = group_id, 2
+        while group_id in taken:
+            group_id, suffix = f"{base}-{suffix}", suffix + 1
+        taken.add(group_id)
+        grader_criteria: list[dict[str, Any]] = []
+        for number, (path, raw) in enumerate(grader.items, start=1):
+            criterion = _criterion(reader, raw, path, number)
+            if criterion is not None:
+                native_path = f"criteria[{len(criteria) + len(grader_criteria)}]"
+                path_map[native_path] = path
+                path_map.update(_long_band_paths(raw, native_path, path))
+                grader_criteria.append(criterion)
+        if any("score_ranges" in c for c in grader_criteria):
+            # AgentV's score-range mode, per grader: every item is scored 0..10
+            for criterion in grader_criteria:
+                criterion["scoring"] = {"method": "llm_score"}
+                _score_range_gate(criterion, version)
+        for criterion in grader_criteria:
+            criterion.pop("_min_score_given", None)
+            if grouped:
+                criterion["group"] = group_id
+        criteria.extend(grader_criteria)
+        if grouped:
+            group: dict[str, Any] = {"id": group_id, "name": grader.name}
+            if grader.weight is not None:
+                group["weight"] = grader.weight
+            if grader.required:
+                group["required"] = True
+            if grader.min_score is not None:
+                group["min_score"] = grader.min_score
+            path_map[f"groups[{len(groups)}]"] = grader.path
+            groups.append(group)
     reader.raise_if_problems()
-    if any("score_ranges" in c for c in criteria):
-        for criterion in criteria:
-            criterion["scoring"] = {"method": "llm_score"}
-    native = {
+    native: dict[str, Any] = {
         "id": slugify(case.id, "case"),
         "name": case.id,
         "version": "1.0.0",
         "description": case.outcome or str(doc.get("description") or ""),
-        "pass_threshold": PASS_THRESHOLD,
+        "pass_threshold": PASS_THRESHOLD if case.threshold is None else case.threshold,
+        # AgentV: satisfied weight / total weight, so items (or graders) that all weigh 0
+        # score 0, where rubricflow's default is their plain mean
+        "zero_weights": "zero",
         "criteria": criteria,
         "metadata": {"imported_from": version, **({"agentv": case.extra} if case.extra else {})},
     }
+    if groups:
+        native["groups"] = groups
     path_map["id"] = f"{case.path}.id"
     return build_rubric(native, source, path_map)
+
+
+def _score_range_gate(criterion: dict[str, Any], version: str) -> None:
+    """`required` on a score-range item: AgentV v2 demands 10/10 (`requiredMinScore = 10`)
+    unless the item names its own minimum; current AgentV (v4 files) gates such items only
+    through `min_score`."""
+    if criterion.get("_min_score_given"):
+        criterion["required"] = True
+    elif version == "agentv-v2":
+        if criterion["required"]:
+            criterion["min_score"] = 1.0
+    else:
+        criterion["required"] = False

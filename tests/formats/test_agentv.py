@@ -71,12 +71,13 @@ def test_v2_each_case_becomes_a_rubric() -> None:
 
 def test_v2_items_strings_objects_and_file_level_rubric_evaluators() -> None:
     rubric = by_id(load("v2_support_bot.yaml"))["refund-window"]
+    assert [g.id for g in rubric.groups] == ["rubrics", "house_style"]  # one per grader
     assert [summary(c) for c in rubric.criteria] == [
-        ("rubric-1", 1.0, True, None, "llm"),
-        ("rubric-2", 1.0, True, None, "llm"),
-        ("empathy", 2.0, True, None, "llm"),  # required defaults to true, as in AgentV's code
-        ("no-promises", 1.5, False, None, "llm"),
-        ("no-jargon", 0.5, False, None, "llm"),  # from the file-level rubric evaluator
+        ("rubrics.rubric-1", 1.0, True, None, "llm"),
+        ("rubrics.rubric-2", 1.0, True, None, "llm"),
+        ("rubrics.empathy", 2.0, True, None, "llm"),  # required defaults to true (AgentV code)
+        ("rubrics.no-promises", 1.5, False, None, "llm"),
+        ("house_style.no-jargon", 0.5, False, None, "llm"),  # the file-level rubric evaluator
     ]
     descriptions = [c.description for c in rubric.criteria]
     assert descriptions[0] == "States that refunds are possible within 30 days"
@@ -84,13 +85,13 @@ def test_v2_items_strings_objects_and_file_level_rubric_evaluators() -> None:
     assert all(c.kind == "binary" for c in rubric.criteria)
 
 
-def test_v2_score_ranges_switch_every_item_to_llm_score() -> None:
+def test_v2_score_ranges_switch_every_item_of_that_grader_to_llm_score() -> None:
     rubric = by_id(load("v2_support_bot.yaml"))["invoice_dispute"]
     assert [summary(c) for c in rubric.criteria] == [
-        ("asks-for-invoice-number", 1.0, True, 0.8, "llm_score"),  # required_min_score: 8
-        ("explains-next-steps", 2.0, True, None, "llm_score"),
-        ("cites-policy", 1.0, True, 0.7, "llm_score"),  # case-level rubric evaluator
-        ("no-jargon", 0.5, False, None, "llm_score"),
+        ("rubrics.asks-for-invoice-number", 1.0, True, 0.8, "llm_score"),  # required_min_score
+        ("rubrics.explains-next-steps", 2.0, True, 1.0, "llm_score"),  # v2: required is 10/10
+        ("case_rubric.cites-policy", 1.0, True, 0.7, "llm"),  # another grader: MET/UNMET
+        ("house_style.no-jargon", 0.5, False, None, "llm"),
     ]
     asks, steps = rubric.criteria[:2]
     assert [(b.min, b.max) for b in asks.score_ranges] == [(0, 3), (4, 7), (8, 9), (10, 10)]
@@ -269,25 +270,25 @@ def test_v4_tests_become_rubrics_with_string_and_llm_rubric_asserts() -> None:
             "expected_output": 'Use "Forgot password" on the sign-in page.',
         },
     }
-    assert [summary(c) for c in reset.criteria] == [
-        ("rubric-1", 1.0, True, None, "llm"),
-        ("steps-in-order", 2.0, True, None, "llm"),
-        ("security-note", 1.0, False, 0.5, "llm"),
-        ("rubric-4", 1.0, True, None, "llm"),
-        ("rubric-5", 1.0, True, None, "llm"),  # from defaultTest
+    assert [summary(c) for c in reset.criteria] == [  # the plain strings form one grader
+        ("rubrics.rubric-1", 1.0, True, None, "llm"),
+        ("rubrics.rubric-2", 1.0, True, None, "llm"),  # from defaultTest
+        ("grader-2.steps-in-order", 2.0, True, None, "llm"),
+        ("grader-2.security-note", 1.0, False, 0.5, "llm"),
+        ("grader-2.rubric-3", 1.0, True, None, "llm"),
     ]
-    assert reset.criteria[1].description == "Gives the steps in the order the user sees them"
-    assert reset.criteria[3].description == "Offers further help"
-    assert reset.criteria[4].description == "Replies in the user's language"
+    assert reset.criteria[2].description == "Gives the steps in the order the user sees them"
+    assert reset.criteria[4].description == "Offers further help"
+    assert reset.criteria[1].description == "Replies in the user's language"
 
 
 def test_v4_llm_rubric_with_string_value_and_score_ranges() -> None:
     rubric = by_id(load("v4_onboarding.yaml"))["invite-teammates"]
     assert rubric.description == "Onboarding assistant answers, v4 suite"  # the file's
     assert [summary(c) for c in rubric.criteria] == [
-        ("rubric-1", 1.0, True, None, "llm_score"),
-        ("seat-limits", 1.5, True, None, "llm_score"),
-        ("rubric-3", 1.0, True, None, "llm_score"),
+        ("grader-1.rubric-1", 1.0, True, None, "llm"),
+        ("grader-2.seat-limits", 1.5, False, None, "llm_score"),  # v4: gates via min_score only
+        ("rubrics.rubric-1", 1.0, True, None, "llm"),  # a plain string: MET/UNMET, not 0..10
     ]
     assert rubric.criteria[0].description == "Explains the Settings > Members > Invite flow"
     assert [(b.min, b.max) for b in rubric.criteria[1].score_ranges] == [(0, 4), (5, 8), (9, 10)]
@@ -324,9 +325,9 @@ V4: dict[str, Any] = {
 def test_v4_objects_default_to_required_and_keep_min_score() -> None:
     rubric = load_document(V4).rubrics[0]
     assert [summary(c) for c in rubric.criteria] == [
-        ("rubric-1", 1.0, True, None, "llm"),
-        ("core", 2.0, True, None, "llm"),
-        ("complexity", 1.0, True, 0.6, "llm"),
+        ("rubrics.rubric-1", 1.0, True, None, "llm"),
+        ("grader-2.core", 2.0, True, None, "llm"),
+        ("grader-2.complexity", 1.0, True, 0.6, "llm"),
     ]
 
 
@@ -341,7 +342,7 @@ def test_v4_objects_default_to_required_and_keep_min_score() -> None:
         (
             lambda d: d["tests"][0]["assert"][1]["value"][1].update(id="core"),
             "tests[0].assert[1].value[1].id",
-            "duplicate criterion id 'core'",
+            "duplicate criterion id 'grader-2.core' in group 'grader-2'",
         ),
         (
             lambda d: d["tests"][0]["assert"][1]["value"][1].update(min_score=1.5),
@@ -455,9 +456,9 @@ def test_v4_42_fixture_strings_full_form_suite_assertions_and_skip_defaults() ->
     assert plain.criteria[3].description == "Uses words a first-year student can follow"
     full = rubrics["mergesort-full-form"]
     assert [(c.id, c.description) for c in full.criteria] == [
-        ("rubric-1", "Mentions splitting the list into halves"),
-        ("rubric-2", "Explains the merge step"),
-        ("rubric-3", "Uses words a first-year student can follow"),
+        ("grader-1.rubric-1", "Mentions splitting the list into halves"),
+        ("grader-1.rubric-2", "Explains the merge step"),
+        ("rubrics.rubric-1", "Uses words a first-year student can follow"),  # its own grader
     ]
     checklist = rubrics["mergesort-checklist"]  # execution.skip_defaults: true
     assert [summary(c) for c in checklist.criteria] == [
@@ -475,9 +476,9 @@ def test_v4_42_fixture_strings_full_form_suite_assertions_and_skip_defaults() ->
 def test_v4_42_fixture_score_ranges() -> None:
     rubric = by_id(load("v4_assertions_mergesort.yaml"))["mergesort-analytic"]
     assert [summary(c) for c in rubric.criteria] == [
-        ("accuracy", 2.0, True, 0.7, "llm_score"),
-        ("brevity", 1.0, True, 0.5, "llm_score"),  # required_min_score 5 -> 0.5
-        ("rubric-3", 1.0, True, None, "llm_score"),  # suite-level item, score-range mode
+        ("grader-1.accuracy", 2.0, True, 0.7, "llm_score"),
+        ("grader-1.brevity", 1.0, True, 0.5, "llm_score"),  # required_min_score 5 -> 0.5
+        ("rubrics.rubric-1", 1.0, True, None, "llm"),  # suite-level string: its own grader
     ]
     accuracy, brevity = rubric.criteria[:2]
     assert [(b.min, b.max) for b in accuracy.score_ranges] == [
