@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from benchmarks import (
+    cli_judge,
     gate,
     judge_concurrency,
     rubric_pkg,
@@ -32,6 +33,7 @@ WORKLOADS: dict[str, Runner] = {
     "store": lambda a: store_throughput.run(quick=a.quick),
     "gate": lambda a: gate.run(quick=a.quick, peers_enabled=a.peers),
     "judge": lambda a: judge_concurrency.run(quick=a.quick),
+    "cli-judge": lambda a: cli_judge.run(quick=a.quick),
     "rubric-pkg": lambda a: rubric_pkg.run(quick=a.quick, peers_enabled=a.peers),
     "cache": lambda a: judge_concurrency.run_cache(quick=a.quick),
     "stream": lambda a: streaming.run(quick=a.quick),
@@ -43,6 +45,8 @@ BARS: list[tuple[str, str, str, str, Callable[[Any], bool]]] = [
     ("gate", "9.1", "rubricflow / dataknobs speed (bar >= 1.0)", ">= 1.0", lambda v: v >= 1.0),
     ("gate", "9.1", "same_outcomes", "true", lambda v: v is True),
     ("judge", "9.2", "ratio (bar >= 0.9)", ">= 0.90", lambda v: v >= 0.9),
+    # issue 15, first contact 5: the same through `rubricflow eval --judge-concurrency 32`
+    ("cli-judge", "15.5", "ratio (bar >= 0.9)", ">= 0.90", lambda v: v >= 0.9),
     ("rubric-pkg", "9.3", "speedup (bar >= 5)", ">= 5", lambda v: v >= 5),
     ("rubric-pkg", "9.3", "same_scores", "true", lambda v: v is True),
     ("cache", "9.4", "second_run_judge_calls (bar 0)", "0", lambda v: v == 0),

@@ -13,11 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import os
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from fractions import Fraction
 from pathlib import Path
 from typing import IO, Any
 
@@ -35,9 +37,47 @@ from rubricflow.runs import (
     write_run_header,
 )
 
-__all__ = ["BatchRun", "BatchTally", "ResumeError"]
+__all__ = [
+    "BatchRun",
+    "BatchTally",
+    "ResumeError",
+    "criteria_in_flight",
+    "targets_in_flight",
+]
 
 STORE_BATCH = 200
+#: targets in flight, and criteria per target, when the judge asks for no more
+DEFAULT_TARGETS_IN_FLIGHT = 8
+DEFAULT_CRITERIA_IN_FLIGHT = 8
+#: judge questions kept ready per request the judge may have in flight (5/2: 2.5 times)
+JUDGE_BACKLOG = Fraction(5, 2)
+#: the most targets a sized window holds (memory stays bounded for any judge limit)
+MAX_TARGETS_IN_FLIGHT = 512
+
+
+def criteria_in_flight(judge_limit: int | None, judged: int) -> int:
+    """Criteria of one target scored at once: all its `judged` LLM criteria (up to the
+    judge's limit), at least DEFAULT_CRITERIA_IN_FLIGHT. A target whose criteria cannot
+    all be asked at once asks its last ones only after its first answers, so targets
+    started together leave the judge idle while they finish."""
+    if judge_limit is None:
+        return DEFAULT_CRITERIA_IN_FLIGHT
+    return max(DEFAULT_CRITERIA_IN_FLIGHT, min(judged, judge_limit))
+
+
+def targets_in_flight(judge_limit: int | None, per_target: int) -> int:
+    """How many targets to evaluate at once so that a judge allowed `judge_limit`
+    requests in flight always has questions waiting, when each target puts at most
+    `per_target` questions to it at once.
+
+    With only `judge_limit / per_target` targets the judge idles whenever they near their
+    end together (0.76 of its limit for 10 criteria at limit 32 with 8 targets of 8);
+    JUDGE_BACKLOG times the limit asked keeps it at 0.9 or more, and many more only adds
+    bookkeeping."""
+    if judge_limit is None or per_target < 1:
+        return DEFAULT_TARGETS_IN_FLIGHT
+    wanted = math.ceil(JUDGE_BACKLOG * judge_limit / per_target)
+    return max(DEFAULT_TARGETS_IN_FLIGHT, min(MAX_TARGETS_IN_FLIGHT, wanted))
 
 
 class ResumeError(RubricflowError):

@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
+from rubricflow.cli.eval import sized_windows
 from rubricflow.cli.shared import (
     EXIT_FAILED,
     EXIT_OK,
     AllowImportOption,
     ConcurrencyOption,
     FormatOption,
+    JudgeConcurrencyOption,
     LLMOption,
     NoCacheOption,
     RubricIdOption,
@@ -76,10 +78,17 @@ def calibrate_command(
             help="Exit 1 when any criterion's Cohen's kappa is below this (a CI gate).",
         ),
     ] = None,
-    concurrency: ConcurrencyOption = 8,
+    concurrency: ConcurrencyOption = None,
+    judge_concurrency: JudgeConcurrencyOption = None,
     targets_in_flight: Annotated[
-        int, typer.Option("--targets-in-flight", min=1, help="Examples evaluated at once.")
-    ] = 8,
+        int | None,
+        typer.Option(
+            "--targets-in-flight",
+            min=1,
+            help="Examples evaluated at once (default: enough to keep --judge-concurrency "
+            "requests busy, at least 8).",
+        ),
+    ] = None,
     allow_import: AllowImportOption = False,
     format: FormatOption = None,
     rubric_id: RubricIdOption = None,
@@ -101,8 +110,15 @@ def calibrate_command(
     with user_errors():
         examples = read_labels(labels, rubric)
     judge = judge_session(
-        rubric, plugins, llm, allow_import=allow_import, no_cache=no_cache, feedback=False
+        rubric,
+        plugins,
+        llm,
+        allow_import=allow_import,
+        no_cache=no_cache,
+        feedback=False,
+        judge_concurrency=judge_concurrency,
     )
+    concurrency, in_flight = sized_windows(concurrency, targets_in_flight, rubric, plugins, judge)
 
     async def run() -> CalibrationReport:
         try:
@@ -115,7 +131,7 @@ def calibrate_command(
                 seed=seed,
                 confidence=confidence,
                 concurrency=concurrency,
-                target_concurrency=targets_in_flight,
+                target_concurrency=in_flight,
                 allow_import=allow_import,
             )
         finally:

@@ -22,6 +22,7 @@ from rubricflow.cli.shared import (
     AllowImportOption,
     ConcurrencyOption,
     FormatOption,
+    JudgeConcurrencyOption,
     LLMOption,
     NoCacheOption,
     RubricIdOption,
@@ -29,6 +30,7 @@ from rubricflow.cli.shared import (
     err,
     fail,
     judge_session,
+    needs_judge,
     out,
     pick_rubric,
     plugin_manager,
@@ -39,11 +41,43 @@ from rubricflow.cli.shared import (
 )
 
 if TYPE_CHECKING:
+    from rubricflow.llm.session import LLMSession
     from rubricflow.model import Rubric
+    from rubricflow.plugins import PluginRegistry
     from rubricflow.results import Evaluation
     from rubricflow.store import Store
 
-__all__ = ["eval_command"]
+__all__ = ["eval_command", "sized_windows"]
+
+TargetsInFlightHelp = (
+    "Targets evaluated at once (default: enough to keep --judge-concurrency requests "
+    "busy, at least 8)."
+)
+
+
+def sized_windows(
+    concurrency: int | None,
+    in_flight: int | None,
+    rubric: Rubric,
+    plugins: PluginRegistry,
+    judge: LLMSession,
+) -> tuple[int, int]:
+    """(`--concurrency`, `--targets-in-flight`) as given, else sized from the judge's
+    request limit so that it always has questions waiting (see `rubricflow.batch`)."""
+    from rubricflow.batch import criteria_in_flight, targets_in_flight
+    from rubricflow.errors import RubricflowError
+
+    judged = len(needs_judge(rubric, plugins))
+    limit: int | None = None
+    if judged:
+        try:
+            limit = judge.provider_now().settings.max_concurrency
+        except RubricflowError:
+            limit = None
+    per_target = concurrency if concurrency is not None else criteria_in_flight(limit, judged)
+    if in_flight is None:
+        in_flight = targets_in_flight(limit, min(per_target, judged))
+    return per_target, in_flight
 
 
 def _evaluation_line(evaluation: Evaluation) -> dict[str, Any]:
@@ -308,10 +342,11 @@ def eval_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object per target.")
     ] = False,
-    concurrency: ConcurrencyOption = 8,
+    concurrency: ConcurrencyOption = None,
+    judge_concurrency: JudgeConcurrencyOption = None,
     targets_in_flight: Annotated[
-        int, typer.Option("--targets-in-flight", min=1, help="Targets evaluated at once.")
-    ] = 8,
+        int | None, typer.Option("--targets-in-flight", min=1, help=TargetsInFlightHelp)
+    ] = None,
     allow_import: AllowImportOption = False,
     format: FormatOption = None,
     rubric_id: RubricIdOption = None,
@@ -397,8 +432,15 @@ def eval_command(
     if resume and output is None and db is None:
         fail("--resume needs the run's --output file or its --db")
     judge = judge_session(
-        rubric, plugins, llm, allow_import=allow_import, no_cache=no_cache, feedback=llm_feedback
+        rubric,
+        plugins,
+        llm,
+        allow_import=allow_import,
+        no_cache=no_cache,
+        feedback=llm_feedback,
+        judge_concurrency=judge_concurrency,
     )
+    concurrency, in_flight = sized_windows(concurrency, targets_in_flight, rubric, plugins, judge)
     info = RunInfo(
         id=run_id or new_run_id(),
         rubric_id=rubric.id if cases.shared else Path(cases.source).stem,
@@ -409,7 +451,8 @@ def eval_command(
             "llm": llm,
             "samples": samples,
             "concurrency": concurrency,
-            "targets_in_flight": targets_in_flight,
+            "judge_concurrency": judge_concurrency,
+            "targets_in_flight": in_flight,
             "llm_feedback": llm_feedback,
             "run_given": run_id is not None,
         },
@@ -474,7 +517,7 @@ def eval_command(
                 )
             stream = batch.run(
                 cases.pairs,
-                target_concurrency=targets_in_flight,
+                target_concurrency=in_flight,
                 plugins=plugins,
                 concurrency=concurrency,
                 allow_import=allow_import,

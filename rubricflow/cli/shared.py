@@ -244,15 +244,18 @@ def judge_session(
     allow_import: bool,
     no_cache: bool,
     feedback: bool,
+    judge_concurrency: int | None = None,
 ) -> LLMSession:
     """The judge session for `eval` and `calibrate`; exits 2 with a clear message when the
-    rubric needs a judge (or --llm names one) that cannot be set up."""
+    rubric needs a judge (or --llm names one) that cannot be set up. `judge_concurrency`
+    (`--judge-concurrency`) bounds the requests in flight, over the environment's."""
     from rubricflow.llm.session import LLMSession
 
     session = LLMSession(
         spec,
         plugins=plugins,
         allow_import=allow_import,
+        settings=None if judge_concurrency is None else {"max_concurrency": judge_concurrency},
         cache=None if no_cache else "default",
     )
     judged = needs_judge(rubric, plugins)
@@ -297,7 +300,22 @@ SamplesOption = Annotated[
     ),
 ]
 ConcurrencyOption = Annotated[
-    int, typer.Option("--concurrency", "-c", min=1, help="Criteria scored at once per target.")
+    int | None,
+    typer.Option(
+        "--concurrency",
+        "-c",
+        min=1,
+        help="Criteria scored at once per target (default: all its LLM criteria, at least 8).",
+    ),
+]
+JudgeConcurrencyOption = Annotated[
+    int | None,
+    typer.Option(
+        "--judge-concurrency",
+        min=1,
+        help="Requests in flight to the LLM judge (default: $RUBRICFLOW_LLM_CONCURRENCY, else "
+        "the provider's: 8, 1 for local); targets in flight follow it.",
+    ),
 ]
 AllowImportOption = Annotated[
     bool,

@@ -21,6 +21,7 @@ __all__ = [
     "extract_json",
     "extract_tag",
     "parse_number",
+    "reject_placeholders",
     "validate_answer",
 ]
 
@@ -138,14 +139,60 @@ def _where(path: Any) -> str:
 
 
 def validate_answer(value: Any, schema: Mapping[str, Any]) -> None:
-    """Raise `AnswerError` listing (up to five) places where `value` breaks `schema`."""
+    """Raise `AnswerError` listing (up to five) places where `value` breaks `schema`, or
+    naming a text that is a prompt's placeholder (`reject_placeholders`)."""
     validator = _validator_of(schema)
     errors = sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
     if not errors:
+        reject_placeholders(value)
         return
     shown = [f"{_where(e.absolute_path)}: {e.message}" for e in errors[:_MAX_ERRORS]]
     more = f" (and {len(errors) - _MAX_ERRORS} more)" if len(errors) > _MAX_ERRORS else ""
     raise AnswerError("the answer does not match the schema: " + "; ".join(shown) + more)
+
+
+#: the stand-ins the prompts show where the judge's own words go (`<why, citing the
+#: content>` in system.j2, `<3 to 5 sentences>` in the feedback prompt, RubricJudgeSpec's
+#: `<rationale>...</rationale>`), compared without the angle brackets, quotes, case and a
+#: final full stop. An answer that copies one explains nothing: a small model does that.
+PLACEHOLDERS = frozenset(
+    {
+        "why, citing the content",
+        "3 to 5 sentences",
+        "criterion id",
+        "one of the level ids",
+        "your explanation",
+        "...",
+        "\u2026",
+    }
+)
+
+
+def _is_placeholder(text: str) -> bool:
+    shown = text.strip().strip("\"'`").strip()
+    if shown.startswith("<") and shown.endswith(">"):
+        shown = shown[1:-1].strip()
+    if shown in ("...", "\u2026"):
+        return True
+    return bool(shown) and shown.rstrip(".").strip().casefold() in PLACEHOLDERS
+
+
+def reject_placeholders(value: Any, where: str = "$") -> None:
+    """Raise `AnswerError` when a text in the (schema-valid) answer `value` is a prompt's
+    placeholder rather than the judge's words: such an answer is sent back once, then the
+    criterion is `unable_to_evaluate`, never scored on an explanation that is not one."""
+    if isinstance(value, str):
+        if _is_placeholder(value):
+            raise AnswerError(
+                f"{where} is the prompt's placeholder {value.strip()!r}, not your own words; "
+                "write the actual reasoning, citing the content"
+            )
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            reject_placeholders(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            reject_placeholders(item, f"{where}[{index}]")
 
 
 def extract_tag(text: str, name: str) -> str | None:

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
+import socket
+import time
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
@@ -27,6 +30,23 @@ __all__ = ["HTTPProvider", "environment_proxy", "normalise_base_url"]
 
 _BODY_SHOWN = 300
 POOL_SHARD = 32
+#: how long a host name that did not resolve fails every question at once (a DNS
+#: failure is not retried: trying the same name again a second later gives the same)
+UNRESOLVED_FOR = 30.0
+logger = logging.getLogger("rubricflow.llm")
+
+
+def unresolved_host(error: BaseException) -> str | None:
+    """The resolver's message when `error` (an httpx error) comes from a host name that
+    does not resolve (`socket.gaierror` anywhere in its chain), else None."""
+    seen: BaseException | None = error
+    for _ in range(8):
+        if seen is None:
+            return None
+        if isinstance(seen, socket.gaierror):
+            return seen.strerror or str(seen)
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def environment_proxy(url: str) -> str | None:
@@ -53,6 +73,10 @@ def normalise_base_url(url: str, default_scheme: str = "http") -> str:
 class HTTPProvider(LLMProvider):
     """A provider that POSTs JSON to `base_url`. Subclasses build the body (`_payload`),
     the headers (`_headers`) and read the answer (`_parse`)."""
+
+    #: (until when, why) after the base URL's host name did not resolve: every question
+    #: fails at once with that reason instead of each retrying the resolver
+    _unresolved: tuple[float, str] | None = None
 
     def __init__(
         self,
@@ -191,9 +215,26 @@ class HTTPProvider(LLMProvider):
             known = self._timeouts[seconds] = httpx.Timeout(seconds, connect=connect).as_dict()
         return known
 
+    def _cannot_resolve(self, resolver: str) -> TransportError:
+        """The failure for a host name that does not resolve: not retried, said once (a
+        warning), and every question for the next UNRESOLVED_FOR seconds fails with it
+        without asking the resolver again."""
+        host = httpx.URL(self.base_url).host
+        why = (
+            f"cannot resolve the host name {host!r} of {self.endpoint} ({resolver}): check "
+            "the URL and the network (not retried)"
+        )
+        if self._unresolved is None or time.monotonic() >= self._unresolved[0]:
+            logger.warning("%s: %s", self.label, why)
+        self._unresolved = (time.monotonic() + UNRESOLVED_FOR, why)
+        return TransportError("connection_error", why, retryable=False)
+
     async def post_json(self, path: str, payload: Mapping[str, Any], timeout: float) -> Any:
         """POST `payload` to base_url + path and return the decoded JSON body; failures
         become `TransportError`s with the right ledger outcome."""
+        unresolved = self._unresolved
+        if unresolved is not None and time.monotonic() < unresolved[0]:
+            raise TransportError("connection_error", unresolved[1], retryable=False)
         index = self._pick()
         pool, busy = self._pools[index], self._busy
         busy[index] += 1
@@ -225,6 +266,14 @@ class HTTPProvider(LLMProvider):
                 f"{type(error).__name__} after {timeout:g}s talking to {self.endpoint}",
                 retryable=True,
             ) from None
+        except httpx.ConnectError as error:
+            resolver = unresolved_host(error)
+            if resolver is None:
+                detail = str(error) or type(error).__name__
+                raise TransportError(
+                    "connection_error", f"{detail} ({self.endpoint})", retryable=True
+                ) from None
+            raise self._cannot_resolve(resolver) from None
         except (httpx.NetworkError, httpx.RemoteProtocolError) as error:
             detail = str(error) or type(error).__name__
             raise TransportError(

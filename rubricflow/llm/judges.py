@@ -31,6 +31,7 @@ from rubricflow.llm.answers import (
     extract_json,
     extract_tag,
     parse_number,
+    reject_placeholders,
     validate_answer,
 )
 from rubricflow.llm.base import redact
@@ -581,7 +582,9 @@ def _tags_reader(
 
     def rationale(text: str) -> str:
         found = judgespec.find_value(rationale_field, text) if rationale_field else None
-        return (found or "").strip() or extract_tag(text, "rationale") or ""
+        written = (found or "").strip() or extract_tag(text, "rationale") or ""
+        reject_placeholders(written, "the <rationale>")  # `...` copied from the prompt
+        return written
 
     def custom_score(text: str, field: judgespec.ExtractionField) -> float:
         shown = field.pattern.pattern if field.pattern is not None else "(the whole answer)"

