@@ -71,9 +71,8 @@ def _check(cid: str, weight: float, levels: list[dict[str, Any]]) -> dict[str, A
             "type": "deterministic",
             "function_ref": f"benchmarks.gate_checks:{cid}",
         },
-        # dataknobs scores every criterion into the weighted sum and nothing else; in
-        # rubricflow a required criterion that fails fails the evaluation: not required
-        # here, so both decide on the weighted score alone
+        # both sides decide on the weighted score alone: dataknobs' `required` means "must
+        # be evaluated", and rubricflow imports it that way (it does not gate)
         "required": False,
     }
 
