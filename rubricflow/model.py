@@ -16,6 +16,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from fractions import Fraction
 from functools import cached_property
 from typing import Annotated, Any, Literal, NoReturn, SupportsIndex
 
@@ -566,13 +567,19 @@ class Scale(_Frozen):
             raise _rule("max", f"scale max ({self.max}) must be greater than min ({self.min})")
         return self
 
-    def from_unit(self, score: float) -> float:
-        """Map a normalised 0..1 score onto this scale (discrete scales round halves up, so
-        0.5 on 0..5 is 3, not Python's round-half-to-even 2)."""
-        value = self.min + score * (self.max - self.min)
+    def from_unit(self, score: float | Fraction) -> float:
+        """Map a normalised 0..1 score onto this scale, exactly, and give the nearest float
+        (0.29 on 0..100 is 29.0, not 28.999999999999996). A float is read as the decimal it
+        prints as. Discrete scales round halves up, so 0.5 on 0..5 is 3, not Python's
+        round-half-to-even 2."""
+        if self.min == 0 and self.max == 1 and self.type == "continuous":
+            return float(score)  # the usual 0..1 scale: the nearest float, nothing to map
+        low, high = Fraction(repr(float(self.min))), Fraction(repr(float(self.max)))
+        unit = score if isinstance(score, Fraction) else Fraction(repr(float(score)))
+        value = low + unit * (high - low)
         if self.type == "discrete":
-            return float(math.floor(round(value, 9) + 0.5))
-        return value
+            return float(math.floor(value + Fraction(1, 2)))
+        return float(value)
 
 
 def _declare_schema_pointer(schema: dict[str, Any]) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from functools import cached_property
+from decimal import Decimal
+from fractions import Fraction
+from functools import cached_property, lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,10 +19,36 @@ __all__ = [
     "LLMCall",
     "Target",
     "Verdict",
+    "exact_number",
 ]
 
 CriterionStatus = Literal["scored", "error", "unable_to_evaluate"]
 Verdict = Literal["pass", "fail", "incomplete"]
+
+
+@lru_cache(maxsize=65536)
+def _decimal_of(value: float | int) -> Fraction:
+    if type(value) is int:
+        return Fraction(value)
+    return Fraction(repr(float(value)))
+
+
+def exact_number(value: float | int | Fraction | Decimal | str) -> Fraction:
+    """A number as the rational it stands for: a Fraction as it is, a Decimal or decimal
+    text exactly, and a float as the decimal it prints as (0.1 -> 1/10, not the binary
+    approximation), so a rubric's 0.87 is 87/100.
+
+    Floats are cached: weights, bars and level scores repeat across every evaluation."""
+    kind = type(value)
+    if kind is float or kind is int:  # the hot path: no ABC isinstance checks
+        return _decimal_of(value)
+    if kind is Fraction:
+        return value  # type: ignore[return-value]
+    if isinstance(value, Decimal | str):
+        return Fraction(value)
+    if isinstance(value, Fraction):
+        return value
+    return _decimal_of(value)
 
 
 def canonical_json(value: Any) -> str:
@@ -106,10 +134,32 @@ class CriterionResult(BaseModel):
     scorer: str = ""
     duration_ms: float = 0.0
     llm_calls: tuple[LLMCall, ...] = ()
+    exact: Fraction | None = Field(default=None, exclude=True, repr=False)
+    """The exact score when `score`, read as the decimal it prints as, is not it (5/6, say);
+    None otherwise. Not stored: evaluations keep their JSON shape. Use `exact_score`."""
 
     @property
     def scored(self) -> bool:
         return self.status == "scored"
+
+    @property
+    def exact_score(self) -> Fraction | None:
+        """The score as an exact rational: the value the scorer worked out (a judge's 8.7 on
+        0..10 is 87/100 exactly, and 5/6 stays 5/6), else `score` read as the decimal it
+        prints as. `score` itself is the nearest float, for storage and display."""
+        score = self.score
+        if score is None:
+            return None
+        held = self.exact
+        if held is not None and float(held) == score:  # not stale after a model_copy
+            return held
+        return exact_number(score)
+
+    def with_exact_score(self, value: Fraction) -> CriterionResult:
+        """A copy scored `value` exactly: `score` is its nearest float, `exact_score` it."""
+        score = float(value)
+        held = None if exact_number(score) == value else value
+        return self.model_copy(update={"score": score, "exact": held})
 
 
 class Evaluation(BaseModel):

@@ -34,7 +34,7 @@ from typing import Any, TypeAlias
 from rubricflow.hookspecs import PROJECT_NAME, hookimpl
 from rubricflow.model import Criterion
 from rubricflow.plugins import BUILTIN_PLUGINS, PluginRegistry, create_plugin_manager
-from rubricflow.results import CriterionResult, Target
+from rubricflow.results import CriterionResult, Target, exact_number
 from rubricflow.scoring import Scorer, ScoringContext, result_from_value, scored_result
 from rubricflow.targets import as_target
 
@@ -200,8 +200,9 @@ def _result(
             return _unable(
                 criterion, scorer, f"the scripted judge answered {answer!r}, outside 0..10"
             )
+        exact = exact_number(number)  # 8.7 / 10 is 0.87 exactly, as for a real judge
         return scored_result(
-            criterion, context, scorer, number / 10, judge_score=number, reasoning=reasoning
+            criterion, context, scorer, exact / 10, judge_score=number, reasoning=reasoning
         )
     if isinstance(answer, str):
         if answer.lower() == "unable" and criterion.level(answer) is None:

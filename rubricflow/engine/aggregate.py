@@ -2,23 +2,26 @@
 
 Each criterion yields s_i in [0, 1]. With P = sum of positive weights, N = sum of
 |negative weights| and S = sum of w_i * s_i: score = clamp(S / P) when P > 0, else
-clamp(1 + S / N); raw_score = S. All arithmetic is rational (each float is read as the
-decimal it prints as), so 0.6/0.4 weights at 1.0/0.7 give exactly 0.88 and scores of
-7 and 10 out of 10 with weights 2 and 1 reach a 0.8 bar.
+clamp(1 + S / N); raw_score = S. All arithmetic is rational: each criterion's s_i is its
+exact score (`CriterionResult.exact_score`: a judge's 8.7 on 0..10 is 87/100, not the
+float 0.8699999999999999), and each float weight or bar is read as the decimal it prints
+as. So 0.6/0.4 weights at 1.0/0.7 give exactly 0.88 and scores of 7 and 10 out of 10 with
+weights 2 and 1 reach a 0.8 bar.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
-from functools import lru_cache
 
 from rubricflow.model import Criterion, Rubric, UnscoredPolicy, ZeroWeights
-from rubricflow.results import CriterionResult, Verdict
+from rubricflow.results import CriterionResult, Verdict, exact_number
 
 __all__ = [
     "Aggregate",
+    "Number",
     "aggregate",
     "criterion_passed",
     "exact",
@@ -27,14 +30,14 @@ __all__ = [
 ]
 
 
-@lru_cache(maxsize=65536)
-def exact(value: float | int) -> Fraction:
-    """The rational number a float prints as (0.1 -> 1/10, not the binary approximation).
+Number = float | int | Fraction | Decimal
+"""A score, weight or bar: floats are read as the decimal they print as; a Fraction or a
+Decimal is taken exactly (a scorer's exact value, a caller's exact threshold)."""
 
-    Cached: weights and level scores repeat across every evaluation of a rubric."""
-    if isinstance(value, int):
-        return Fraction(value)
-    return Fraction(repr(float(value)))
+
+exact = exact_number
+"""The rational number a value stands for (0.1 -> 1/10, not the binary approximation; a
+Fraction as it is): `rubricflow.results.exact_number`."""
 
 
 def _clamp(value: Fraction) -> Fraction:
@@ -42,7 +45,7 @@ def _clamp(value: Fraction) -> Fraction:
 
 
 def weighted_score(
-    pairs: Sequence[tuple[float, float]], *, zero_weights: ZeroWeights = "mean"
+    pairs: Sequence[tuple[Number, Number]], *, zero_weights: ZeroWeights = "mean"
 ) -> tuple[Fraction, Fraction]:
     """(score, raw_score) for (weight, s) pairs by the one formula.
 
@@ -63,7 +66,7 @@ def weighted_score(
 
 def grouped_score(
     rubric: Rubric,
-    pairs_by_group: dict[str | None, list[tuple[float, float]]],
+    pairs_by_group: dict[str | None, list[tuple[Number, Number]]],
 ) -> tuple[Fraction, tuple[tuple[str, Fraction], ...]]:
     """The rubric's score from its criteria's (weight, s) pairs, keyed by group id.
 
@@ -97,7 +100,7 @@ def grouped_score(
 
 
 def criterion_passed(
-    criterion: Criterion, score: float, level: str | None, threshold: float
+    criterion: Criterion, score: Number, level: str | None, threshold: Number
 ) -> bool:
     """Whether one scored criterion met its bar.
 
@@ -105,15 +108,16 @@ def criterion_passed(
     Otherwise: `min_score` when set; else MET for binary, any level but the lowest for
     graded criteria, and the rubric's threshold for numeric (band, metric) scores.
     """
-    goodness = exact(score) if criterion.weight >= 0 else 1 - exact(score)
+    value = exact(score)
+    goodness = value if criterion.weight >= 0 else 1 - value
     if criterion.min_score is not None:
         return goodness >= exact(criterion.min_score)
     if criterion.kind == "levels" and level is not None:
-        scores = [lvl.score for lvl in criterion.levels]
+        scores = [lvl.score for lvl in criterion.levels]  # reading as decimals keeps order
         if criterion.weight >= 0:
-            return score > min(scores)  # every level tied for lowest fails
-        return score < max(scores)
-    if criterion.kind == "binary" and score in (0.0, 1.0):
+            return value > exact(min(scores))  # every level tied for lowest fails
+        return value < exact(max(scores))
+    if criterion.kind == "binary" and value in (0, 1):
         return goodness == 1
     return goodness >= exact(threshold)
 
@@ -140,7 +144,7 @@ def aggregate(
     rubric: Rubric,
     results: Sequence[CriterionResult],
     *,
-    threshold: float | None = None,
+    threshold: Number | None = None,
     policy: UnscoredPolicy | None = None,
 ) -> Aggregate:
     """Combine criterion results into a verdict (DESIGN.md decisions 2-5).
@@ -158,8 +162,8 @@ def aggregate(
     bar = rubric.pass_threshold if threshold is None else threshold
     mode = policy or rubric.unscored_policy
     by_id = {c.id: c for c in rubric.criteria}
-    pairs: list[tuple[float, float]] = []
-    by_group: dict[str | None, list[tuple[float, float]]] = {}
+    pairs: list[tuple[Number, Number]] = []
+    by_group: dict[str | None, list[tuple[Number, Number]]] = {}
     gating: list[str] = []
     unscored: list[str] = []
     unscored_required = False
@@ -169,9 +173,10 @@ def aggregate(
         criterion = by_id[result.criterion_id]
         magnitude = abs(exact(criterion.weight))
         total_weight += magnitude
-        if result.status == "scored" and result.score is not None:
+        value = result.exact_score if result.status == "scored" else None
+        if value is not None:
             scored_weight += magnitude
-            pairs.append((criterion.weight, result.score))
+            pairs.append((criterion.weight, value))
             by_group.setdefault(criterion.group, []).append(pairs[-1])
             if criterion.required and result.passed is False:
                 gating.append(criterion.id)

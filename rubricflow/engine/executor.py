@@ -14,6 +14,8 @@ import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable, Mapping
 from datetime import datetime, timezone
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from rubricflow.engine.aggregate import aggregate, criterion_passed
@@ -152,7 +154,9 @@ def _finish(
             return error_result(
                 criterion, method, f"scorer {method!r} reported score {result.score!r} outside 0..1"
             ).model_copy(update={"llm_calls": result.llm_calls})
-        update["passed"] = criterion_passed(criterion, result.score, result.level, context.bar)
+        exact = result.exact_score
+        assert exact is not None
+        update["passed"] = criterion_passed(criterion, exact, result.level, context.bar)
     else:
         update.update(score=None, verdict=None, level=None, passed=None)
     return result.model_copy(update=update)
@@ -165,7 +169,7 @@ async def evaluate(
     plugins: PluginRegistry | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     allow_import: bool = False,
-    threshold: float | None = None,
+    threshold: float | Fraction | Decimal | None = None,
     policy: UnscoredPolicy | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> Evaluation:
@@ -173,7 +177,8 @@ async def evaluate(
 
     `concurrency` bounds how many criteria are scored at once; `allow_import` lets a
     rubric's deterministic criteria import `module:function` code; `threshold` and
-    `policy` override the rubric's pass threshold and unscored-criteria policy.
+    `policy` override the rubric's pass threshold and unscored-criteria policy (a
+    Fraction or Decimal threshold is compared exactly as given).
     """
     if concurrency < 1:
         raise ConfigurationError(f"concurrency must be at least 1, got {concurrency}")
@@ -219,8 +224,8 @@ def _assemble(
     started_at: datetime,
 ) -> Evaluation:
     score = float(outcome.score)
-    scaled = rubric.scale.from_unit(score)
-    bar = context.bar
+    scaled = rubric.scale.from_unit(outcome.score)  # exact, then the nearest float
+    bar = float(context.bar)
     feedback = build_feedback(
         rubric,
         results,

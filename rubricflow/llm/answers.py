@@ -8,6 +8,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
@@ -205,13 +206,16 @@ def extract_tag(text: str, name: str) -> str | None:
     return found[-1].strip() if found else None
 
 
-def parse_number(text: str) -> float:
-    """The first number in `text` (`4.5`, `4.5/5`, `Score: 7`); `AnswerError` when there is
-    none or it is not finite."""
+def parse_number(text: str) -> Fraction:
+    """The first number in `text` (`4.5`, `4.5/5`, `Score: 7`), exactly as written (`8.7`
+    is 87/10, not the nearest float); `AnswerError` when there is none or it is too large
+    to be a score."""
     match = _NUMBER.search(text)
     if match is None:
         raise AnswerError(f"{text[:60]!r} holds no number")
-    value = float(match.group(0))
-    if not math.isfinite(value):
-        raise AnswerError(f"{match.group(0)!r} is not a finite number")
-    return value
+    written = match.group(0)
+    _mantissa, _e, exponent = written.lower().partition("e")
+    # a huge exponent would make Fraction build a huge power of ten; no score needs one
+    if not math.isfinite(float(written)) or (exponent and abs(int(exponent)) > 400):
+        raise AnswerError(f"{written!r} is not a finite number")
+    return Fraction(written)

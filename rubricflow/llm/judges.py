@@ -8,7 +8,8 @@
   rubric's own Jinja2 template rendered in the sandbox with the target as context;
 - score (`llm_score`): AgentV bands 0..10 (/10), a `min_score..max_score` range,
   RubricJudgeSpec's tags (`config.response_format: tags`) or the `rubric` package's
-  0..100 rubric-as-judge (`config.mode: rubric_as_judge`).
+  0..100 rubric-as-judge (`config.mode: rubric_as_judge`). The number the judge wrote is
+  mapped onto 0..1 exactly (8.7 on 0..10 is 87/100), so the bar sees no float error.
 
 With `samples: n`, n answers are asked for (concurrently, at a non-zero temperature):
 verdicts and levels go by majority (a tie is `unable_to_evaluate`), scores by the mean;
@@ -22,6 +23,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from rubricflow.formats import judgespec
@@ -45,7 +47,7 @@ from rubricflow.llm.prompts import (
 )
 from rubricflow.llm.session import Answer, LLMSession, Question, Reading
 from rubricflow.model import Criterion, Rubric, parse_rubric
-from rubricflow.results import CriterionResult, LLMCall, Target
+from rubricflow.results import CriterionResult, LLMCall, Target, exact_number
 from rubricflow.scoring import ScoringContext, error_result, result_from_value, scored_result
 
 __all__ = [
@@ -194,16 +196,17 @@ def _majority(tally: _Tally, shown: Callable[[Any], str]) -> tuple[Any, _Vote, l
     return winner, representative, evidence
 
 
-def _mean(tally: _Tally) -> tuple[float, _Vote, list[str]]:
-    values = [float(vote.value) for vote in tally.votes]
-    mean = sum(values) / len(values)
-    representative = min(tally.votes, key=lambda vote: abs(float(vote.value) - mean))
+def _mean(tally: _Tally) -> tuple[Fraction, _Vote, list[str]]:
+    """The exact mean of the samples' scores (8.6, 8.7 and 8.8 have the mean 8.7)."""
+    values = [exact_number(vote.value) for vote in tally.votes]
+    mean = sum(values, Fraction(0)) / len(values)
+    representative = min(tally.votes, key=lambda vote: abs(exact_number(vote.value) - mean))
     evidence = []
     if tally.total > 1:
         spread = max(values) - min(values)
-        shown = ", ".join(f"{value:g}" for value in values)
+        shown = ", ".join(f"{float(value):g}" for value in values)
         evidence.append(
-            f"samples: scores {shown}; mean {mean:.4g}, spread {spread:g} "
+            f"samples: scores {shown}; mean {float(mean):.4g}, spread {float(spread):g} "
             f"({len(values)} of {tally.total} usable)"
         )
     return mean, representative, evidence
@@ -320,9 +323,7 @@ def _decide(
     *,
     kind: str,
     extra_notes: Sequence[str] = (),
-    low: float = 0.0,
-    high: float = 1.0,
-    to_unit: Callable[[float], float] | None = None,
+    to_unit: Callable[[Fraction], Fraction] | None = None,
 ) -> CriterionResult:
     notes = [note for note in (_judge_note(session), *extra_notes) if note]
     abstention = tally.abstention_note()
@@ -341,9 +342,9 @@ def _decide(
     else:
         mean, vote, evidence = _mean(tally)
         unit = to_unit(mean) if to_unit else mean
-        unit = min(1.0, max(0.0, unit))
+        unit = min(Fraction(1), max(Fraction(0), unit))
         result = scored_result(criterion, context, scorer, unit, judge_score=mean)
-        judge_score = mean
+        judge_score = float(mean)
     if abstention:
         evidence.append(abstention)
     return _with(
@@ -525,10 +526,21 @@ async def judge_level(
 
 @dataclass(frozen=True)
 class _Scale:
+    """The judge's scale, exactly: a rubric's `min_score: 0.1` is 1/10."""
+
     mode: str  # bands | range | tags | holistic
-    low: float
-    high: float
+    low: Fraction
+    high: Fraction
     integer: bool
+
+    def to_unit(self, value: Fraction) -> Fraction:
+        """`value` on this scale as a share of it, exactly: 8.7 on 0..10 is 87/100."""
+        return (value - self.low) / (self.high - self.low)
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """low and high as floats, for prompts and schemas (the nearest doubles)."""
+        return float(self.low), float(self.high)
 
 
 def _scale(criterion: Criterion) -> _Scale:
@@ -537,9 +549,9 @@ def _scale(criterion: Criterion) -> _Scale:
         low, high = _number(config, "min_score", 0.0), _number(config, "max_score", 10.0)
         mode = "tags"
     elif config.get("mode") == "rubric_as_judge":
-        return _Scale("holistic", 0.0, 100.0, False)
+        return _Scale("holistic", Fraction(0), Fraction(100), False)
     elif criterion.score_ranges:
-        return _Scale("bands", 0.0, 10.0, True)
+        return _Scale("bands", Fraction(0), Fraction(10), True)
     else:
         low, high = _number(config, "min_score", 0.0), _number(config, "max_score", 10.0)
         mode = "range"
@@ -547,7 +559,7 @@ def _scale(criterion: Criterion) -> _Scale:
         raise JudgeConfigError(
             f"scoring.config.max_score ({high:g}) must be greater than min_score ({low:g})"
         )
-    return _Scale(mode, low, high, bool(config.get("integer", False)))
+    return _Scale(mode, exact_number(low), exact_number(high), bool(config.get("integer", False)))
 
 
 def _requirements(criterion: Criterion) -> list[dict[str, Any]]:
@@ -572,11 +584,14 @@ def _requirements(criterion: Criterion) -> list[dict[str, Any]]:
 
 
 def _tags_reader(
-    low: float, high: float, judgement: judgespec.Extractors | None = None
+    scale: _Scale, judgement: judgespec.Extractors | None = None
 ) -> Callable[[str], Reading]:
     """RubricJudgeSpec's answer: the last `<score>` and `<rationale>` tags, or the fields
-    of the spec's `extract_judgement` patterns when it has them."""
-    fallback = score_schema(low, high)
+    of the spec's `extract_judgement` patterns when it has them. The score is read
+    exactly as written (a Fraction)."""
+    low, high = scale.low, scale.high
+    shown_scale = f"{float(low):g}..{float(high):g}"
+    fallback = score_schema(*scale.bounds)
     score_field = judgement.field("score") if judgement else None
     rationale_field = judgement.field("rationale") if judgement else None
 
@@ -586,7 +601,7 @@ def _tags_reader(
         reject_placeholders(written, "the <rationale>")  # `...` copied from the prompt
         return written
 
-    def custom_score(text: str, field: judgespec.ExtractionField) -> float:
+    def custom_score(text: str, field: judgespec.ExtractionField) -> Fraction:
         shown = field.pattern.pattern if field.pattern is not None else "(the whole answer)"
         raw = judgespec.find_value(field, text)
         if raw is None:
@@ -600,15 +615,15 @@ def _tags_reader(
             raise AnswerError(
                 f"the score pattern `{shown}` found {raw.strip()[:40]!r}, which holds no number"
             ) from None
-        if field.field_type == "INT" and number != int(number):
-            raise AnswerError(f"the score {number:g} is not a whole number")
+        if field.field_type == "INT" and number.denominator != 1:
+            raise AnswerError(f"the score {float(number):g} is not a whole number")
         return number
 
     def read(text: str) -> Reading:
         if score_field is not None:
             number = custom_score(text, score_field)
             if not low <= number <= high:
-                raise AnswerError(f"the score {number:g} is outside {low:g}..{high:g}")
+                raise AnswerError(f"the score {float(number):g} is outside {shown_scale}")
             return Reading({"score": number, "reasoning": rationale(text)})
         raw = extract_tag(text, "score")
         if raw is None:
@@ -620,13 +635,14 @@ def _tags_reader(
                     "the answer has no <score>...</score> tag; give your rationale in "
                     "<rationale>...</rationale> and one number in <score>...</score>"
                 ) from None
-            return Reading({"score": float(value["score"]), "reasoning": value["reasoning"]})
+            score = exact_number(value["score"])
+            return Reading({"score": score, "reasoning": value["reasoning"]})
         try:
             number = parse_number(raw)
         except AnswerError:
             raise AnswerError(f"the <score> tag holds no number ({raw[:40]!r})") from None
         if not low <= number <= high:
-            raise AnswerError(f"the score {number:g} is outside {low:g}..{high:g}")
+            raise AnswerError(f"the score {float(number):g} is outside {shown_scale}")
         return Reading({"score": number, "reasoning": rationale(text)})
 
     return read
@@ -645,7 +661,7 @@ def _judgespec_question(
     from rubricflow.llm.prompts import reask_message
 
     config = criterion.scoring.config
-    low, high = scale.low, scale.high
+    low, high = scale.bounds
     try:
         variables, judgement = judgespec.extractors_from_config(config)
     except ValueError as error:
@@ -688,7 +704,7 @@ def _judgespec_question(
         system=judgespec.SYSTEM_PROMPT,
         user=prompt,
         schema=None,
-        read=_tags_reader(low, high, judgement),
+        read=_tags_reader(scale, judgement),
         rubric_hash=context.rubric.content_hash,
         criterion_ids=(criterion.id,),
         max_tokens=max_tokens,
@@ -706,7 +722,7 @@ async def judge_score(
         requirements = _requirements(criterion) if scale.mode == "holistic" else []
     except JudgeConfigError as error:
         return error_result(criterion, scorer, f"criterion {criterion.id}: {error}")
-    low, high = scale.low, scale.high
+    low, high = scale.bounds
     limit = _reasoning_limit(session)
     if scale.mode == "tags":
         try:
@@ -744,7 +760,9 @@ async def judge_score(
             max_tokens=max_tokens,
         )
     answers = await _ask_samples(session, question, samples, temperature)
-    tally = _tally(answers, lambda value: _Vote(float(value["score"]), value["reasoning"]))
+    # a JSON number is read as the decimal it prints as (the judge's `8.7` is 87/10); a
+    # tag's number is already exact
+    tally = _tally(answers, lambda value: _Vote(exact_number(value["score"]), value["reasoning"]))
     return _decide(
         criterion,
         context,
@@ -753,9 +771,7 @@ async def judge_score(
         tally,
         _calls(answers),
         kind="score",
-        low=low,
-        high=high,
-        to_unit=lambda value: (value - low) / (high - low),
+        to_unit=scale.to_unit,
     )
 
 
