@@ -532,10 +532,12 @@ class _Scale:
     low: Fraction
     high: Fraction
     integer: bool
+    complement: bool = False  # a holistic penalty: the share incurred is 1 - L/100
 
     def to_unit(self, value: Fraction) -> Fraction:
         """`value` on this scale as a share of it, exactly: 8.7 on 0..10 is 87/100."""
-        return (value - self.low) / (self.high - self.low)
+        share = (value - self.low) / (self.high - self.low)
+        return 1 - share if self.complement else share
 
     @property
     def bounds(self) -> tuple[float, float]:
@@ -549,7 +551,9 @@ def _scale(criterion: Criterion) -> _Scale:
         low, high = _number(config, "min_score", 0.0), _number(config, "max_score", 10.0)
         mode = "tags"
     elif config.get("mode") == "rubric_as_judge":
-        return _Scale("holistic", Fraction(0), Fraction(100), False)
+        # on a penalty criterion (an all-penalty rubric's judgement) the judge's 0..100
+        # says how free the content is of the faults, so the share incurred is 1 - L/100
+        return _Scale("holistic", Fraction(0), Fraction(100), False, criterion.weight < 0)
     elif criterion.score_ranges:
         return _Scale("bands", Fraction(0), Fraction(10), True)
     else:
@@ -782,8 +786,13 @@ def rubric_as_judge(rubric: Rubric) -> Rubric:
     """The `rubric` package's rubric-as-judge grader as a rubric: one `llm_score`
     criterion (`mode: rubric_as_judge`, 0..100) whose requirements are `rubric`'s criteria
     with their weights. Its weight is the total positive weight P, so the evaluation's
-    score is clamp(L/100) and its raw_score (L/100)*P, as the package computes them."""
-    positive = sum(c.weight for c in rubric.criteria if c.weight > 0) or 1.0
+    score is clamp(L/100) and its raw_score (L/100)*P, as the package computes them. An
+    all-penalty rubric's criterion is a penalty of weight -N incurred to 1 - L/100: the
+    score is L/100 and the raw score -N(1 - L/100), as the package's 1.3.2 code has it."""
+    # summed exactly: weights 0.1 and 0.2 make P = 0.3, not 0.30000000000000004
+    positive = sum((exact_number(c.weight) for c in rubric.criteria if c.weight > 0), Fraction(0))
+    penalty = sum((-exact_number(c.weight) for c in rubric.criteria if c.weight < 0), Fraction(0))
+    weight = float(positive if positive > 0 else -penalty if penalty > 0 else 1)
     requirements = [
         {"requirement": c.description or c.name, "weight": c.weight} for c in rubric.criteria
     ]
@@ -793,7 +802,7 @@ def rubric_as_judge(rubric: Rubric) -> Rubric:
             "id": "rubric_as_judge",
             "name": "Rubric as judge",
             "description": f"Holistic 0..100 judgement against every requirement of {rubric.name}",
-            "weight": positive,
+            "weight": weight,
             "scoring": {
                 "method": "llm_score",
                 "config": {"mode": "rubric_as_judge", "requirements": requirements},
