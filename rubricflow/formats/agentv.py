@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -513,7 +514,8 @@ def _criterion(reader: SourceReader, raw: Any, path: str, number: int) -> dict[s
         criterion["_min_score_given"] = True
     elif item.get("required_min_score") is not None:
         value = reader.number(item, "required_min_score", path)
-        criterion["min_score"] = value / 10 if value is not None else None
+        # exactly: 8.7 of 10 is 0.87, not 0.8699999999999999
+        criterion["min_score"] = float(Fraction(repr(value)) / 10) if value is not None else None
         criterion["_min_score_given"] = True
     return criterion
 

@@ -158,3 +158,30 @@ def test_a_grader_whose_items_all_weigh_zero_scores_zero() -> None:
     rubric = one(v4(zero))
     assert judge(rubric, {"a": 1}).score == 0  # AgentV: 0 satisfied of 0 total weight
     assert any("scores 0 whatever the verdicts" in p.message for p in lint_rubric(rubric))
+
+
+def test_a_required_min_score_of_8_7_is_exactly_0_87() -> None:
+    from rubricflow.formats.loader import load_document
+
+    document = {
+        "tests": [
+            {
+                "id": "c1",
+                "assert": [
+                    {
+                        "type": "llm-rubric",
+                        "value": [
+                            {
+                                "id": "x",
+                                "outcome": "good",
+                                "score_ranges": [{"score_range": [0, 10], "outcome": "o"}],
+                                "required_min_score": 8.7,
+                            }
+                        ],
+                    }
+                ],
+            }
+        ]
+    }
+    rubric = load_document(document, format="agentv", source="suite.yaml").rubrics[0]
+    assert [c.min_score for c in rubric.criteria] == [0.87]
