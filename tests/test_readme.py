@@ -72,3 +72,35 @@ def test_every_docs_page_is_named_in_the_index_and_the_readme() -> None:
     missing_in_readme = [p for p in pages if f"](docs/{p})" not in README]
     assert not missing_in_index, f"docs/index.md does not link {missing_in_index}"
     assert not missing_in_readme, f"README.md's documentation list misses {missing_in_readme}"
+
+
+def test_readme_test_command_installs_with_the_pip_a_new_virtualenv_ships(tmp_path: Path) -> None:
+    """The README's install steps, as written, in a brand-new virtualenv (its own pip, 23.2
+    on this Python): rubricflow comes from the checkout, not an index, and the metrics
+    plugin that depends on it installs and registers."""
+    command = blocks("bash")[1].strip()
+    install, _, run = command.rpartition(" && ")
+    assert run == "python -m pytest"
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    bin_dir = venv / "bin"
+    env = {
+        **os.environ,
+        "VIRTUAL_ENV": str(venv),
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+    }
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run(
+        ["bash", "-c", install], cwd=ROOT, capture_output=True, text=True, timeout=1800, env=env
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    listed = subprocess.run(
+        [str(bin_dir / "rubricflow"), "plugins", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert listed.returncode == 0, listed.stderr
+    scorers = {s for info in json.loads(listed.stdout)["plugins"] for s in info["scorers"]}
+    assert "metric" in scorers

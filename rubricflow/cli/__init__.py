@@ -8,10 +8,14 @@ see one for an internal error.
 from __future__ import annotations
 
 import os
+import re
 import sys
+from importlib import metadata
+from typing import Annotated, Any, TextIO
 
 import typer
 from rich.markup import escape
+from typer.core import TyperGroup
 
 from rubricflow.cli import (
     artifacts,
@@ -27,19 +31,69 @@ from rubricflow.cli import (
     types,
     worker,
 )
-from rubricflow.cli.shared import EXIT_INTERNAL, EXIT_USAGE, err
+from rubricflow.cli.shared import EXIT_INTERNAL, EXIT_USAGE, err, out
 from rubricflow.errors import RubricflowError
 
 __all__ = ["EXIT_INTERNAL", "app", "main"]
 
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a help text's first paragraph, whole: a full stop that ends a
+    sentence, not the one of "FILE..." or "e.g." in the middle of it."""
+    paragraph = " ".join(text.split("\n\n", 1)[0].split())
+    match = re.match(r"(.+?[^.]\.)(?=\s+[A-Z(`]|$)", paragraph)
+    return match.group(1) if match else paragraph
+
+
+class FullHelpGroup(TyperGroup):
+    """A command group whose `--help` lists each command with its whole first sentence.
+
+    Click cuts a command's summary to what fits beside the longest name on one line and
+    ends it with "..."; a summary is short enough to wrap instead."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        rows: list[tuple[str, str]] = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is None or command.hidden:
+                continue
+            rows.append((name, command.short_help or first_sentence(command.help or "")))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
 app = typer.Typer(
     name="rubricflow",
     help="Review machine-made content against versioned rubrics.",
+    cls=FullHelpGroup,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        out.print(f"rubricflow {metadata.version('rubricflow')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print rubricflow's version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Review machine-made content against versioned rubrics."""
+
 
 # the order commands are listed in `--help` and docs/cli.md
 app.command("validate")(rubric_files.validate_command)
@@ -47,21 +101,56 @@ app.command("convert")(rubric_files.convert_command)
 app.command("schema")(rubric_files.schema_command)
 app.command("plugins")(rubric_files.plugins_command)
 app.command("eval")(eval.eval_command)
-app.add_typer(llm.llm_app, name="llm")
-app.add_typer(rubrics.rubrics_app, name="rubrics")
-app.add_typer(evaluations.evaluations_app, name="evaluations")
-app.add_typer(db.db_app, name="db")
-app.add_typer(runs.runs_app, name="runs")
-app.add_typer(types.types_app, name="types")
-app.add_typer(artifacts.artifacts_app, name="artifacts")
+app.add_typer(llm.llm_app, name="llm", cls=FullHelpGroup)
+app.add_typer(rubrics.rubrics_app, name="rubrics", cls=FullHelpGroup)
+app.add_typer(evaluations.evaluations_app, name="evaluations", cls=FullHelpGroup)
+app.add_typer(db.db_app, name="db", cls=FullHelpGroup)
+app.add_typer(runs.runs_app, name="runs", cls=FullHelpGroup)
+app.add_typer(types.types_app, name="types", cls=FullHelpGroup)
+app.add_typer(artifacts.artifacts_app, name="artifacts", cls=FullHelpGroup)
 app.command("worker")(worker.worker_command)
 app.command("report")(report.report_command)
 app.command("compare")(report.compare_command)
 app.command("calibrate")(calibrate.calibrate_command)
 
 
+class _ClosedPipeSafe:
+    """Standard output that outlives its reader: once a write meets a closed pipe
+    (`rubricflow ... | head -2`), the rest goes to /dev/null, so the command still ends
+    with the exit code its outcome decides rather than click's 1 for a broken pipe."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def _divert(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self._stream.fileno())
+        finally:
+            os.close(devnull)
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._divert()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._divert()
+            self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the app, never leaking a traceback for user errors."""
+    if not isinstance(sys.stdout, _ClosedPipeSafe):
+        sys.stdout = _ClosedPipeSafe(sys.stdout)
     try:
         app(args=argv, prog_name="rubricflow")
     except RubricflowError as error:

@@ -37,10 +37,17 @@ def validate_command(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON report.")] = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict", help="Also fail (exit 1) a valid file whose meta-rubric check fails."
+        ),
+    ] = False,
 ) -> None:
     """Check rubric files: format, model rules, and the meta-rubric's structural checks.
 
-    Exit 0 when every file is valid, 1 when any is invalid, 2 on usage errors.
+    Exit 0 when every file is valid, 1 when any is invalid (with --strict: or fails the
+    meta-rubric), 2 on usage errors.
     """
     from rubricflow.validation import lint_file
 
@@ -56,7 +63,17 @@ def validate_command(
         invalid = sum(not r.valid for r in reports)
         summary = f"{len(reports) - invalid} valid, {invalid} invalid"
         out.print(summary if len(reports) > 1 else "", end="\n" if len(reports) > 1 else "")
-    raise typer.Exit(EXIT_FAILED if any(not r.valid for r in reports) else EXIT_OK)
+    failed = [r for r in reports if not r.valid or (strict and not _meta_passed(r))]
+    weak = [r.path for r in failed if r.valid]
+    if weak and not as_json:
+        err.print(f"--strict: the meta-rubric fails {escape(', '.join(weak))}")
+    raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+def _meta_passed(report: FileReport) -> bool:
+    """Whether every rubric of a valid file passes the meta-rubric (a file without one,
+    e.g. an empty rubric list, has nothing to fail)."""
+    return bool((report.meta_rubric or {"passed": True}).get("passed"))
 
 
 def _print_report(report: FileReport) -> None:
@@ -130,7 +147,8 @@ def schema_command() -> None:
 def plugins_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """List installed plugins and the scorers, check functions, formats and providers each adds."""
+    """List installed plugins and the scorers, metrics, check functions, formats and
+    providers each adds."""
     infos = plugin_manager().plugins()
     if as_json:
         out.print_json(json.dumps({"plugins": [info.to_dict() for info in infos]}))
@@ -138,6 +156,6 @@ def plugins_command(
     for info in infos:
         origin = " ".join(p for p in (info.distribution, info.version) if p)
         out.print(escape(info.name) + (f" ({escape(origin)})" if origin else ""))
-        for label in ("scorers", "functions", "formats", "providers"):
+        for label in ("scorers", "metrics", "functions", "formats", "providers"):
             if names := getattr(info, label):
                 out.print(f"  {label}: {escape(', '.join(names))}")

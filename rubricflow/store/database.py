@@ -24,7 +24,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from rubricflow.errors import SchemaOutdatedError, StoreError
+from rubricflow.errors import ConfigurationError, SchemaOutdatedError, StoreError
 from rubricflow.store import sqlite as sqlite_store
 from rubricflow.store.sqlite import (
     SQLITE_BUSY_TIMEOUT_MS,
@@ -36,7 +36,12 @@ from rubricflow.store.sqlite import (
     write_transaction,
 )
 from rubricflow.store.tables import metadata
-from rubricflow.store.url import display_url, postgres_connect_args, resolve_url
+from rubricflow.store.url import (
+    POSTGRES_DRIVER_MISSING,
+    display_url,
+    postgres_connect_args,
+    resolve_url,
+)
 
 __all__ = ["SQLITE_BUSY_TIMEOUT_MS", "Database"]
 
@@ -332,13 +337,18 @@ def _create_engine(url: str) -> AsyncEngine:
     if url.startswith("sqlite"):
         return create_sqlite_engine(url, in_memory=_in_memory(url))
     plain, libpq = postgres_connect_args(url)
-    return create_async_engine(
-        plain,
-        pool_pre_ping=True,
-        pool_size=10,
-        max_overflow=10,
-        connect_args={"timeout": POSTGRES_CONNECT_TIMEOUT_S, **libpq},
-    )
+    try:
+        return create_async_engine(
+            plain,
+            pool_pre_ping=True,
+            pool_size=10,
+            max_overflow=10,
+            connect_args={"timeout": POSTGRES_CONNECT_TIMEOUT_S, **libpq},
+        )
+    except ModuleNotFoundError as error:
+        if (error.name or "").partition(".")[0] != "asyncpg":
+            raise
+        raise ConfigurationError(POSTGRES_DRIVER_MISSING) from None
 
 
 def _describe(difference: Any) -> str:

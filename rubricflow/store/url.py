@@ -14,6 +14,7 @@ from rubricflow.errors import ConfigurationError, NotFoundError
 __all__ = [
     "DB_ENV",
     "DEFAULT_URL",
+    "POSTGRES_DRIVER_MISSING",
     "display_url",
     "existing_store_url",
     "postgres_connect_args",
@@ -22,6 +23,12 @@ __all__ = [
 
 DB_ENV = "RUBRICFLOW_DB"
 DEFAULT_URL = "sqlite+aiosqlite:///rubricflow.db"
+#: what to do when a PostgreSQL URL is given and its driver is not installed
+POSTGRES_DRIVER_MISSING = (
+    "a PostgreSQL database needs the asyncpg driver, which is not installed; install it "
+    "with `python -m pip install asyncpg`, or from a rubricflow checkout with "
+    "`python -m pip install -e '.[postgres]'` (the `postgres` extra)"
+)
 
 _ASYNC_DRIVERS = {
     "sqlite": "sqlite+aiosqlite",

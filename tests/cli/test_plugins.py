@@ -16,7 +16,16 @@ import rubricflow
 from rubricflow.cli import app
 from rubricflow.plugins import BLOCK_ENV
 
-INFO_KEYS = {"name", "distribution", "version", "scorers", "functions", "formats", "providers"}
+INFO_KEYS = {
+    "name",
+    "distribution",
+    "version",
+    "scorers",
+    "metrics",
+    "functions",
+    "formats",
+    "providers",
+}
 
 
 @pytest.fixture(autouse=True)

@@ -17,6 +17,7 @@ from rubricflow.results import CriterionResult, Target
 from rubricflow.scorers.base import CheckResult, ScoringContext, error_result, result_from_value
 from rubricflow_metrics.metrics import (
     COMMON_OPTIONS,
+    METRICS,
     Metric,
     MetricError,
     MetricInput,
@@ -117,6 +118,11 @@ class MetricScorer:
         "text metrics: bleu, chrf, ter, rouge1/2/L, readability, exact/normalized match, "
         "regex, keyword coverage, length, JSON path, numeric tolerance"
     )
+
+    @property
+    def metrics(self) -> list[str]:
+        """The metric names `scoring.metric` may name, listed by `rubricflow plugins`."""
+        return list(METRICS)
 
     async def score(
         self, criterion: Criterion, target: Target, context: ScoringContext
