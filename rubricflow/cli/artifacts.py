@@ -169,14 +169,26 @@ def artifacts_show(
 def artifacts_list(
     type_name: Annotated[str | None, typer.Option("--type", "-t", help="Only this type.")] = None,
     status: Annotated[str | None, typer.Option("--status", help="Only this status.")] = None,
+    dead_letter: Annotated[
+        bool,
+        typer.Option(
+            "--dead-letter",
+            help="Only dead-lettered artifacts: their reviews failed too often in a row; "
+            "`artifacts retry ID` queues one again.",
+        ),
+    ] = False,
     limit: Annotated[int, typer.Option("--limit", min=1, max=MAX_LIMIT)] = 50,
     offset: Annotated[int, typer.Option("--offset", min=0, max=MAX_OFFSET)] = 0,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Artifacts, most recently changed first."""
-    from rubricflow.review.lifecycle import STATES
+    from rubricflow.review.lifecycle import DEAD_LETTERED, STATES
 
+    if dead_letter:
+        if status not in (None, DEAD_LETTERED):
+            fail(f"--dead-letter lists {DEAD_LETTERED} artifacts; drop --status {status}")
+        status = DEAD_LETTERED
     if status is not None and status not in STATES:
         fail(f"--status {status!r} is not a state; use one of {', '.join(STATES)}")
     found = run_with_app(
@@ -200,6 +212,9 @@ def artifacts_list(
             f"{artifact.updated_at:%Y-%m-%d %H:%M:%S}",
         )
     out.print(grid)
+    if dead_letter:  # why each one is there, and what to do
+        for artifact in found:
+            out.print(f"{escape(artifact.id)}: {escape(artifact.last_reason or '')}")
 
 
 @artifacts_app.command("history")
@@ -303,6 +318,12 @@ _decision("reject", "Reject an artifact, with a reason.", True)
 _decision("override", "Approve despite the rubrics, with a reason.", True)
 _decision("withdraw", "Take a queued artifact back to draft.", False)
 _decision("archive", "Archive an artifact (final).", False)
+_decision(
+    "retry",
+    "Queue a dead-lettered artifact for review again, once the cause of its failed reviews "
+    "is fixed.",
+    False,
+)
 
 
 @artifacts_app.command("supersede")

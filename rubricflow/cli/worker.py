@@ -28,15 +28,41 @@ def worker_command(
     poll: Annotated[
         float, typer.Option("--poll", min=0.05, help="Seconds between looks at the queue.")
     ] = 1.0,
+    grace: Annotated[
+        float,
+        typer.Option(
+            "--grace",
+            min=0.0,
+            help="Seconds the reviews in flight may run on after SIGTERM; the rest are "
+            "handed back to the queue.",
+        ),
+    ] = 30.0,
+    max_failures: Annotated[
+        int | None,
+        typer.Option(
+            "--max-failures",
+            min=1,
+            help="Failed reviews in a row that dead-letter an artifact (default "
+            "$RUBRICFLOW_MAX_REVIEW_FAILURES, else 3).",
+        ),
+    ] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Review artifacts waiting in pending_review until stopped (SIGTERM finishes in-flight
-    reviews), or with --once until nothing is waiting."""
+    """Review artifacts waiting in pending_review until stopped, or with --once until
+    nothing is waiting. SIGTERM lets in-flight reviews finish within --grace seconds and
+    hands the rest back; a review that fails --max-failures times in a row is
+    dead-lettered (`artifacts list --dead-letter`, `artifacts retry ID`)."""
     from rubricflow.review.worker import Worker
 
     async def work(app: Application) -> WorkerStats:
-        worker = Worker(app.artifacts, concurrency=concurrency, poll_interval=poll)
+        worker = Worker(
+            app.artifacts,
+            concurrency=concurrency,
+            poll_interval=poll,
+            grace_seconds=grace,
+            max_failures=max_failures,
+        )
         worker.install_signal_handlers()
         return await worker.run(once=once)
 
@@ -47,6 +73,7 @@ def worker_command(
         "outcomes": stats.outcomes,
         "lost_races": stats.lost_races,
         "errors": stats.errors,
+        "handed_back": stats.handed_back,
     }
     if as_json:
         print_json(summary)
@@ -57,4 +84,5 @@ def worker_command(
             + (f": {outcomes}" if outcomes else "")
             + (f"; {stats.lost_races} taken by another worker" if stats.lost_races else "")
             + (f"; {stats.errors} error(s)" if stats.errors else "")
+            + (f"; {stats.handed_back} handed back unfinished" if stats.handed_back else "")
         )

@@ -15,11 +15,22 @@ from datetime import timedelta
 
 from rubricflow.errors import IllegalTransitionError
 from rubricflow.review.context import SYSTEM_ACTOR, ReviewContext, utcnow
-from rubricflow.store.artifacts import Artifact, ArtifactEvent, Change
+from rubricflow.review.lifecycle import Lifecycle
+from rubricflow.store.artifacts import KEEP, Artifact, ArtifactEvent, Change
 
-__all__ = ["ReviewClaims"]
+__all__ = ["ReviewClaims", "dead_letter_reason"]
 
 logger = logging.getLogger("rubricflow.review")
+
+
+def dead_letter_reason(artifact: Artifact, cause: str, lifecycle: Lifecycle) -> str:
+    """The reason a dead-lettered artifact shows: the last failure, how many in a row, and
+    what a person does next."""
+    return (
+        f"{cause}; dead-lettered after {artifact.failures + 1} failed reviews in a row "
+        f"(the limit is {lifecycle.max_failures}): it stays out of the queue until a person "
+        f"fixes the cause and runs `rubricflow artifacts retry {artifact.id}`"
+    )
 
 
 class ReviewClaims:
@@ -79,15 +90,22 @@ class ReviewClaims:
                 artifact_id = ids[0]
             artifact = await tx.get(artifact_id)
             fired = lifecycle.claim_triggers(artifact, now)
-            if "abort_review" in fired:  # its reviewer is gone: take the review over
+            if fired and fired[0] != "start_review":  # its reviewer is gone: a failed attempt
+                reason = f"the lease of {artifact.lease_owner} expired; review restarted"
+                if fired[0] == "dead_letter":
+                    reason = dead_letter_reason(
+                        artifact, f"the lease of {artifact.lease_owner} expired", lifecycle
+                    )
                 aborted, artifact = await tx.write_transition(
                     artifact,
                     context.change(
                         artifact,
-                        "abort_review",
+                        fired[0],
                         actor=SYSTEM_ACTOR,
-                        reason=f"the lease of {artifact.lease_owner} expired; review restarted",
+                        reason=reason,
                         by_review=True,
+                        failed=True,
+                        queued_at=None if fired[0] == "dead_letter" else KEEP,
                     ),
                 )
                 events.append(aborted)

@@ -1,6 +1,6 @@
 """The commands people and bots give about artifacts (submission aside, in
 `submission.py`): define a type, create an artifact, revise it, and the human decisions
-(approve, reject, override, withdraw, archive, supersede). Each reads the artifact, asks
+(approve, reject, override, withdraw, archive, supersede, retry). Each reads the artifact, asks
 the lifecycle where the trigger leads (refused with `IllegalTransitionError` when it may
 not), and commits the transition in one transaction."""
 
@@ -102,6 +102,20 @@ class ArtifactCommands:
 
     async def archive(self, artifact_id: str, *, actor: str, reason: str | None = None) -> Artifact:
         return await self._decide(artifact_id, "archive", actor, None, reason)
+
+    async def retry(self, artifact_id: str, *, actor: str, reason: str | None = None) -> Artifact:
+        """Send a dead-lettered artifact back to the queue (`retry`), first in line, its
+        count of failed reviews reset: a person says the cause is fixed."""
+        artifact = await self._context.repository.get(artifact_id)
+        change = self._context.change(
+            artifact,
+            "retry",
+            actor=named(actor),
+            reason=reason or "retried after the cause of its failed reviews was fixed",
+            queued_at=None,
+        )
+        written, _ = await self._context.commit(artifact, change)
+        return written
 
     async def supersede(
         self, artifact_id: str, *, actor: str, reason: str, by: str | None = None

@@ -59,6 +59,8 @@ class ReviewContext:
     lifecycle: Lifecycle
     plugins: PluginRegistry
     lease_seconds: float
+    #: the wait before the first retry of a failed review (doubling, up to an hour)
+    retry_delay_seconds: float = RETRY_DELAY_SECONDS
 
     def change(
         self,
@@ -73,10 +75,12 @@ class ReviewContext:
         lease_expires_at: datetime | None = None,
         queued_at: datetime | Literal[Keep.KEEP] | None = KEEP,
         revision: int | None = None,
+        failed: bool = False,
     ) -> Change:
         """`trigger` on `artifact` as the lifecycle decides it (its destination, whether
-        it leaves the artifact waiting for approval; `IllegalTransitionError` or
-        `ReviewError` when a guard refuses it), with what else it writes."""
+        it leaves the artifact waiting for approval, its count of failed reviews in a row
+        (`failed`: this change records one); `IllegalTransitionError` or `ReviewError`
+        when a guard refuses it), with what else it writes."""
         return Change(
             trigger=trigger,
             dest=self.lifecycle.decide(artifact, trigger, by_review=by_review),
@@ -88,6 +92,7 @@ class ReviewContext:
             lease_expires_at=lease_expires_at,
             queued_at=queued_at,
             revision=revision,
+            failures=self.lifecycle.failures_after(artifact, trigger, failed=failed),
         )
 
     async def commit(

@@ -8,6 +8,14 @@ review of a type that requires a human's approval (the artifact stays `in_review
 `supersede` retires an artifact another artifact replaces (dataknobs' edges from `draft`,
 `needs_revision` and `approved`); a superseded artifact can only be archived.
 
+A review that fails `max_failures` times in a row (default 3; `RUBRICFLOW_MAX_REVIEW_FAILURES`)
+is dead-lettered (`dead_letter`, to `dead_lettered`) instead of going back to the queue, so
+a poison artifact or rubric never loops through leases forever; it stays out of the queue
+until a person fires `retry` (back to `pending_review`, the count reset), revises or
+archives it. The count (`failures`) rises with each failed attempt (an error, an incomplete
+evaluation, a lease that expired) and is reset by every transition but `start_review` and a
+worker's shutdown `abort_review` (`Lifecycle.failures_after`).
+
 `SYSTEM_TRIGGERS` are fired by rubricflow's reviews, never by a person; `human_triggers`
 filters them out of what a person is told they can do.
 
@@ -21,17 +29,21 @@ store writes what it is given.
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from typing import Literal, Protocol, get_args
 
 from transitions import Machine, MachineError
 
-from rubricflow.errors import IllegalTransitionError, ReviewError
+from rubricflow.errors import ConfigurationError, IllegalTransitionError, ReviewError
 
 __all__ = [
     "CREATE",
+    "DEAD_LETTERED",
+    "DEFAULT_MAX_FAILURES",
     "EDGES",
     "FINAL_STATES",
+    "MAX_FAILURES_ENV",
     "STATES",
     "SYSTEM_TRIGGERS",
     "TRIGGERS",
@@ -39,6 +51,7 @@ __all__ = [
     "Lifecycle",
     "Standing",
     "human_triggers",
+    "max_failures_setting",
 ]
 
 ArtifactState = Literal[
@@ -50,8 +63,11 @@ ArtifactState = Literal[
     "rejected",
     "superseded",
     "archived",
+    "dead_lettered",
 ]
 STATES: tuple[str, ...] = get_args(ArtifactState)
+# where an artifact whose reviews kept failing waits for a person (`retry`)
+DEAD_LETTERED = "dead_lettered"
 FINAL_STATES = frozenset({"archived"})
 
 # trigger -> (sources, destination)
@@ -62,10 +78,18 @@ EDGES: dict[str, tuple[tuple[str, ...], str]] = {
     "request_revision": (("in_review",), "needs_revision"),
     "reject": (("in_review", "needs_revision"), "rejected"),
     "abort_review": (("in_review",), "pending_review"),
-    "revise": (("draft", "needs_revision", "approved", "rejected"), "draft"),
+    "revise": (("draft", "needs_revision", "approved", "rejected", "dead_lettered"), "draft"),
     "withdraw": (("pending_review",), "draft"),
     "archive": (
-        ("draft", "pending_review", "approved", "needs_revision", "rejected", "superseded"),
+        (
+            "draft",
+            "pending_review",
+            "approved",
+            "needs_revision",
+            "rejected",
+            "superseded",
+            "dead_lettered",
+        ),
         "archived",
     ),
     "override": (("needs_revision", "rejected", "in_review"), "approved"),
@@ -74,6 +98,10 @@ EDGES: dict[str, tuple[tuple[str, ...], str]] = {
     "await_approval": (("in_review",), "in_review"),
     # another artifact replaces this one (`ArtifactRegistry.supersede(..., by=OTHER)`)
     "supersede": (("draft", "needs_revision", "approved"), "superseded"),
+    # a review failed `max_failures` times in a row: out of the queue until a person acts
+    "dead_letter": (("in_review",), "dead_lettered"),
+    # a person sends a dead-lettered artifact back to the queue, its failures forgiven
+    "retry": (("dead_lettered",), "pending_review"),
 }
 TRIGGERS: tuple[str, ...] = tuple(EDGES)
 
@@ -91,7 +119,41 @@ AFTER_REVIEW_PASSED = frozenset({"approve"})
 AWAITS_APPROVAL = frozenset({"await_approval"})
 
 # fired by a review (a worker or an inline review), never by a person or a bot's call
-SYSTEM_TRIGGERS = frozenset({"start_review", "request_revision", "abort_review", "await_approval"})
+SYSTEM_TRIGGERS = frozenset(
+    {"start_review", "request_revision", "abort_review", "await_approval", "dead_letter"}
+)
+
+# how many failed reviews in a row dead-letter an artifact, unless configured
+DEFAULT_MAX_FAILURES = 3
+MAX_FAILURES_ENV = "RUBRICFLOW_MAX_REVIEW_FAILURES"
+# the triggers that leave the count of failures in a row as it is (any other resets it):
+# claiming a review, and a worker handing a review back unfinished when it stops
+# (`abort_review` fired with `failed=False`)
+_KEEP_FAILURES = frozenset({"start_review", "abort_review"})
+
+
+def max_failures_setting(value: int | None = None) -> int:
+    """`value`, else $RUBRICFLOW_MAX_REVIEW_FAILURES, else 3: how many failed reviews in a
+    row dead-letter an artifact (at least 1)."""
+    source = "max_failures"
+    if value is None:
+        raw = os.environ.get(MAX_FAILURES_ENV, "").strip()
+        if not raw:
+            return DEFAULT_MAX_FAILURES
+        source = MAX_FAILURES_ENV
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ConfigurationError(
+                f"{MAX_FAILURES_ENV}={raw!r} is not a whole number; set it to how many failed "
+                "reviews in a row dead-letter an artifact (e.g. 3)"
+            ) from None
+    if value < 1:
+        raise ConfigurationError(
+            f"{source} must be at least 1 (how many failed reviews in a row dead-letter an "
+            f"artifact); got {value}"
+        )
+    return value
 
 
 def human_triggers(triggers: list[str]) -> list[str]:
@@ -113,6 +175,9 @@ class Standing(Protocol):
 
     @property
     def lease_expires_at(self) -> datetime | None: ...
+
+    @property
+    def failures(self) -> int: ...
 
 
 class _Cursor:
@@ -151,7 +216,9 @@ def _fire(machine: Machine, state: str, trigger: str) -> str:
 class Lifecycle:
     """Which trigger takes an artifact from which state to which."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_failures: int | None = None) -> None:
+        #: failed reviews in a row that dead-letter an artifact
+        self.max_failures = max_failures_setting(max_failures)
         self._machine = _machine(STATES, EDGES, initial="draft")
         self._memo: dict[tuple[str, str], str] = {}
         revisions = _machine(REVISION_STATES, REVISION_EDGES, initial="current")
@@ -216,16 +283,35 @@ class Lifecycle:
 
     def claim_triggers(self, artifact: Standing, now: datetime) -> tuple[str, ...]:
         """What a worker claiming `artifact` fires, in order: `start_review` for one that
-        is queued; `abort_review` then `start_review` to take over a stranded review;
-        nothing when it cannot be claimed."""
+        is queued; `abort_review` then `start_review` to take over a stranded review (or
+        `dead_letter` alone, when that lease was its last allowed failure); nothing when it
+        cannot be claimed."""
         fired: tuple[str, ...] = ()
         state = artifact.status
-        if self.stranded(artifact, now):
-            fired = ("abort_review",)
-            state = self.next_state(artifact.id, state, "abort_review")
+        if self.stranded(artifact, now):  # a failed attempt: its reviewer is gone
+            failed = self.failure_trigger(artifact)
+            fired = (failed,)
+            state = self.next_state(artifact.id, state, failed)
         if not self.allows(state, "start_review"):
             return fired  # the takeover alone (no claim follows)
         return (*fired, "start_review")
+
+    def failure_trigger(self, artifact: Standing) -> str:
+        """What a failed review of `artifact` fires: `abort_review` (back to the queue, to
+        be retried), or `dead_letter` when this failure is its `max_failures`-th in a row."""
+        if artifact.failures + 1 >= self.max_failures:
+            return "dead_letter"
+        return "abort_review"
+
+    def failures_after(self, artifact: Standing, trigger: str, *, failed: bool = False) -> int:
+        """The count of failed reviews in a row once `trigger` is applied: one more for a
+        failure (`failed`), unchanged by a claim or a worker handing a review back, and
+        reset by anything else (a finished review, a person's decision, a new revision)."""
+        if failed:
+            return artifact.failures + 1
+        if trigger in _KEEP_FAILURES:
+            return artifact.failures
+        return 0
 
     def open_to_people(self, artifact: Standing) -> list[str]:
         """The triggers a person can fire on `artifact` now, guards included."""

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from rubricflow.engine.executor import evaluate
@@ -22,10 +22,9 @@ from rubricflow.errors import ArtifactConflictError, ReviewError
 from rubricflow.llm.session import LLMSession
 from rubricflow.model import Rubric
 from rubricflow.results import Evaluation, Target
-from rubricflow.review.claims import ReviewClaims
+from rubricflow.review.claims import ReviewClaims, dead_letter_reason
 from rubricflow.review.context import (
     MAX_RETRY_DELAY_SECONDS,
-    RETRY_DELAY_SECONDS,
     SYSTEM_ACTOR,
     ReviewContext,
     utcnow,
@@ -150,7 +149,8 @@ class Reviewer:
             results, unsaved = await self._evaluate_all(artifact, artifact_type, plan)
         except Exception as error:  # the review could not finish: never strand the artifact
             reason = f"review could not finish: {type(error).__name__}: {error}"
-            return ReviewOutcome(await self._release(artifact, reason), reason=reason)
+            released = await self._release(artifact, reason)
+            return ReviewOutcome(released, reason=released.last_reason)
         finally:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -188,17 +188,26 @@ class Reviewer:
     async def _release(
         self, artifact: Artifact, reason: str, evaluation_ids: Sequence[str] = ()
     ) -> Artifact:
-        """Back to the queue with the reason, to be retried later."""
-        retry_at = utcnow() + timedelta(seconds=await self._retry_delay(artifact))
+        """A failed review: back to the queue with the reason, to be retried later, or
+        dead-lettered when it has failed too often in a row (`Lifecycle.failure_trigger`)."""
         context = self._context
+        trigger = context.lifecycle.failure_trigger(artifact)
+        if trigger == "dead_letter":
+            reason = dead_letter_reason(artifact, reason, context.lifecycle)
+            queued_at: datetime | None = None
+        else:
+            delay = self._retry_delay(artifact)
+            queued_at = utcnow() + timedelta(seconds=delay)
+            reason = f"{reason}; it will be retried in {delay:g}s"
         change = context.change(
             artifact,
-            "abort_review",
+            trigger,
             actor=SYSTEM_ACTOR,
             reason=reason,
             evaluation_ids=evaluation_ids,
             by_review=True,
-            queued_at=retry_at,
+            queued_at=queued_at,
+            failed=True,
         )
         try:
             written, _ = await context.commit(artifact, change)
@@ -206,16 +215,28 @@ class Reviewer:
             raise await self._overtaken(artifact, change.trigger) from None
         return written
 
-    async def _retry_delay(self, artifact: Artifact) -> float:
-        """30 s after the first failed attempt at this revision, doubling each time up to
-        an hour, so a review that keeps failing (a judge that is down) backs off."""
-        events = await self._context.repository.history(artifact.id)
-        failures = sum(
-            1
-            for event in events
-            if event.trigger == "abort_review" and event.revision == artifact.revision
+    def _retry_delay(self, artifact: Artifact) -> float:
+        """30 s after the first failed attempt in a row, doubling each time up to an hour,
+        so a review that keeps failing (a judge that is down) backs off."""
+        failures = min(artifact.failures, 16)
+        first = self._context.retry_delay_seconds
+        return float(min(first * 2**failures, max(first, MAX_RETRY_DELAY_SECONDS)))
+
+    async def abandon(self, artifact: Artifact, reason: str) -> Artifact:
+        """Hand a claimed review back unfinished (its worker is stopping): `abort_review`
+        to the queue at once, for another worker to take; not counted as a failure. Raises
+        `ArtifactConflictError` when the artifact is no longer as claimed."""
+        context = self._context
+        change = context.change(
+            artifact,
+            "abort_review",
+            actor=SYSTEM_ACTOR,
+            reason=reason,
+            by_review=True,
+            queued_at=utcnow(),
         )
-        return float(min(RETRY_DELAY_SECONDS * 2**failures, MAX_RETRY_DELAY_SECONDS))
+        written, _ = await context.commit(artifact, change)
+        return written
 
     async def _overtaken(self, artifact: Artifact, trigger: str) -> ArtifactConflictError:
         current = await self._context.repository.get(artifact.id)
@@ -287,10 +308,10 @@ class Reviewer:
             names = ", ".join(f"{e.rubric_id}@{e.rubric_version}" for e in incomplete)
             reason = (
                 f"review incomplete: {names} could not score every criterion "
-                "(see the evaluation's notes); it will be retried"
+                "(see the evaluation's notes)"
             )
             released = await self._release(artifact, reason, [e.id for e in incomplete])
-            return ReviewOutcome(released, evaluations, reason=reason)
+            return ReviewOutcome(released, evaluations, reason=released.last_reason)
         context = self._context
         async with context.repository.transaction() as tx:
             stored = {id(e): await self._save(e, artifact, tx) for e in unsaved}

@@ -26,8 +26,13 @@ from rubricflow.plugins import PluginRegistry, default_plugins
 from rubricflow.results import Evaluation
 from rubricflow.review.claims import ReviewClaims
 from rubricflow.review.commands import ArtifactCommands
-from rubricflow.review.context import DEFAULT_LEASE_SECONDS, SYSTEM_ACTOR, ReviewContext
-from rubricflow.review.lifecycle import Lifecycle
+from rubricflow.review.context import (
+    DEFAULT_LEASE_SECONDS,
+    RETRY_DELAY_SECONDS,
+    SYSTEM_ACTOR,
+    ReviewContext,
+)
+from rubricflow.review.lifecycle import DEAD_LETTERED, Lifecycle, max_failures_setting
 from rubricflow.review.queries import ArtifactQueries
 from rubricflow.review.reviewing import Reviewer, ReviewOutcome
 from rubricflow.review.submission import ArtifactSubmitter
@@ -47,19 +52,26 @@ class ArtifactRegistry:
         plugins: PluginRegistry | None = None,
         evaluate_options: Mapping[str, Any] | None = None,
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        max_failures: int | None = None,
+        retry_delay_seconds: float = RETRY_DELAY_SECONDS,
     ) -> None:
+        """`max_failures`: failed reviews in a row that dead-letter an artifact (default
+        $RUBRICFLOW_MAX_REVIEW_FAILURES, else 3); `retry_delay_seconds`: the wait before a
+        failed review is retried the first time (doubling with each failure, up to an
+        hour)."""
         self.store = store
         self.repository = ArtifactRepository(
             store.database, rubrics=store.rubrics, evaluations=store.evaluations
         )
         self.plugins = plugins or default_plugins()
-        self.lifecycle = Lifecycle()
+        self.lifecycle = Lifecycle(max_failures=max_failures)
         self._context = ReviewContext(
             store=store,
             repository=self.repository,
             lifecycle=self.lifecycle,
             plugins=self.plugins,
             lease_seconds=lease_seconds,
+            retry_delay_seconds=retry_delay_seconds,
         )
         self.commands = ArtifactCommands(self._context)
         self.queries = ArtifactQueries(self._context)
@@ -74,6 +86,15 @@ class ArtifactRegistry:
     @lease_seconds.setter
     def lease_seconds(self, seconds: float) -> None:
         self._context.lease_seconds = seconds
+
+    @property
+    def max_failures(self) -> int:
+        """Failed reviews in a row that dead-letter an artifact."""
+        return self.lifecycle.max_failures
+
+    @max_failures.setter
+    def max_failures(self, value: int) -> None:
+        self.lifecycle.max_failures = max_failures_setting(value)
 
     @property
     def evaluate_options(self) -> dict[str, Any]:
@@ -189,6 +210,24 @@ class ArtifactRegistry:
         `ArtifactConflictError` is raised and nothing but the (reusable) evaluations is
         written."""
         return await self.reviewer.finish_review(artifact)
+
+    async def abandon_review(self, artifact: Artifact, *, reason: str) -> Artifact:
+        """Hand a claimed review back unfinished (`abort_review`, e.g. its worker is
+        stopping): queued again at once for another worker, not counted as a failure."""
+        return await self.reviewer.abandon(artifact, reason)
+
+    async def dead_letters(
+        self, *, type_name: str | None = None, limit: int = 50, offset: int = 0
+    ) -> builtins.list[Artifact]:
+        """Artifacts whose review failed too often in a row: out of the queue until a person
+        retries (`retry`), revises or archives them; most recently dead-lettered first."""
+        return await self.queries.list_artifacts(
+            type_name=type_name, status=DEAD_LETTERED, limit=limit, offset=offset
+        )
+
+    async def retry(self, artifact_id: str, *, actor: str, reason: str | None = None) -> Artifact:
+        """Send a dead-lettered artifact back to the queue, its failures forgiven."""
+        return await self.commands.retry(artifact_id, actor=actor, reason=reason)
 
     # --- human decisions and edits -------------------------------------------------------
     async def approve(self, artifact_id: str, *, actor: str, reason: str) -> Artifact:

@@ -4,7 +4,12 @@ Claims are races several workers may run at once: the claim is a conditional wri
 artifact's version (PostgreSQL also skips rows other workers hold with `FOR UPDATE SKIP
 LOCKED`), so each review has one owner. A worker killed mid-review loses its lease when
 the lease expires and another worker takes the review over; evaluations already stored
-for that revision are reused, never repeated. SIGTERM lets in-flight reviews finish.
+for that revision are reused, never repeated.
+
+SIGTERM (or `stop()`) stops claiming; the reviews in flight get the grace period
+(`grace_seconds`, default 30) to finish, and those still running then are cancelled and
+handed back (`abort_review`, queued at once, not counted as a failure) for another worker
+to take, so a worker stops within its grace period.
 """
 
 from __future__ import annotations
@@ -25,8 +30,12 @@ from rubricflow.errors import (
     StoreError,
 )
 from rubricflow.review.service import ArtifactRegistry, ReviewOutcome
+from rubricflow.store.artifacts import Artifact
 
-__all__ = ["Worker", "WorkerStats"]
+__all__ = ["DEFAULT_GRACE_SECONDS", "Worker", "WorkerStats"]
+
+# how long the reviews in flight may run on after SIGTERM before they are handed back
+DEFAULT_GRACE_SECONDS = 30.0
 
 logger = logging.getLogger("rubricflow.worker")
 
@@ -39,6 +48,8 @@ class WorkerStats:
     approved: int = 0
     lost_races: int = 0
     errors: int = 0
+    #: reviews handed back unfinished when the worker stopped (its grace period ran out)
+    handed_back: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
 
     def count(self, outcome: ReviewOutcome) -> None:
@@ -61,8 +72,18 @@ class Worker:
         concurrency: int = 1,
         poll_interval: float = 1.0,
         name: str | None = None,
+        grace_seconds: float = DEFAULT_GRACE_SECONDS,
+        max_failures: int | None = None,
     ) -> None:
+        """`grace_seconds`: how long the reviews in flight may run on after `stop()`
+        (SIGTERM) before they are handed back; `max_failures`: failed reviews in a row
+        that dead-letter an artifact (sets the registry's; default as configured there)."""
         self.registry = registry
+        if max_failures is not None:
+            registry.max_failures = max_failures
+        self.grace_seconds = max(0.0, grace_seconds)
+        self._in_flight: set[asyncio.Task[ReviewOutcome]] = set()
+        self._deadline: asyncio.TimerHandle | None = None
         self.concurrency = max(1, concurrency)
         self.poll_interval = poll_interval
         self.name = name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
@@ -70,8 +91,21 @@ class Worker:
         self._stopping = asyncio.Event()
 
     def stop(self) -> None:
-        """Finish the reviews in flight, then return from `run`."""
+        """Claim nothing more; let the reviews in flight finish within the grace period,
+        hand back the rest, then return from `run`. A second call hands back at once."""
+        if self._stopping.is_set():
+            self._hand_back()
+            return
         self._stopping.set()
+        with contextlib.suppress(RuntimeError):  # no running loop: nothing in flight
+            loop = asyncio.get_running_loop()
+            self._deadline = loop.call_later(self.grace_seconds, self._hand_back)
+
+    def _hand_back(self) -> None:
+        """The grace period is over: cancel the reviews still running (each is handed back
+        to the queue by its slot)."""
+        for task in list(self._in_flight):
+            task.cancel()
 
     def install_signal_handlers(self) -> None:
         loop = asyncio.get_running_loop()
@@ -82,7 +116,11 @@ class Worker:
     async def run(self, *, once: bool = False) -> WorkerStats:
         """Review until stopped; with `once`, until nothing is waiting."""
         slots = [asyncio.create_task(self._slot(index, once)) for index in range(self.concurrency)]
-        await asyncio.gather(*slots)
+        try:
+            await asyncio.gather(*slots)
+        finally:
+            if self._deadline is not None:
+                self._deadline.cancel()
         return self.stats
 
     async def _slot(self, index: int, once: bool) -> None:
@@ -113,8 +151,17 @@ class Worker:
                 continue
             if claimed is None:
                 return False
+            review = asyncio.create_task(self.registry.finish_review(claimed))
+            self._in_flight.add(review)
             try:
-                outcome = await self.registry.finish_review(claimed)
+                await asyncio.wait({review})
+            finally:
+                self._in_flight.discard(review)
+            if review.cancelled():  # the worker is stopping and its grace period is over
+                await self._give_back(worker, claimed)
+                return True
+            try:
+                outcome = review.result()
             except (ArtifactConflictError, IllegalTransitionError) as error:
                 # the lease was lost (another worker took over) or a human decided first
                 self.stats.lost_races += 1
@@ -136,3 +183,19 @@ class Worker:
             )
             return True
         return True  # every claim lost a race: others are busy with the queue; look again
+
+    async def _give_back(self, worker: str, claimed: Artifact) -> None:
+        """Hand a review cut short by the end of the grace period back to the queue."""
+        reason = (
+            f"worker {worker} stopped before the review finished (its {self.grace_seconds:g}s "
+            "grace period ran out); handed back for another worker"
+        )
+        try:
+            await self.registry.abandon_review(claimed, reason=reason)
+        except (ArtifactConflictError, IllegalTransitionError) as error:
+            logger.warning("%s: %s", worker, error)  # someone else moved it on meanwhile
+        except Exception:  # its lease expires and another worker takes it over
+            logger.exception("%s: could not hand back %s", worker, claimed.id)
+        else:
+            self.stats.handed_back += 1
+            logger.info("%s handed back %s unfinished", worker, claimed.id)

@@ -84,6 +84,9 @@ class Artifact(BaseModel):
     lease_owner: str | None = None
     lease_expires_at: datetime | None = None
     last_reason: str | None = None
+    #: failed reviews in a row (errors, incomplete evaluations, expired leases); the
+    #: lifecycle dead-letters the artifact when they reach its limit
+    failures: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -161,6 +164,8 @@ class Change(NamedTuple):
     #: the number of a new revision the artifact moves to (its content stored with
     #: `ArtifactTransaction.add_revision`); None keeps the revision
     revision: int | None = None
+    #: the count of failed reviews in a row after this change (None keeps it)
+    failures: int | None = None
 
 
 def content_hash(content: Any) -> str:

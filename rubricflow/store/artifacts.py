@@ -397,6 +397,8 @@ class ArtifactTransaction:
             values["queued_at"] = change.queued_at
         if change.revision is not None:
             values["revision"] = change.revision
+        if change.failures is not None:
+            values["failures"] = change.failures
         done = await self._connection.execute(
             _TRANSITION, {**values, "match_id": artifact.id, "match_version": artifact.version}
         )
@@ -598,4 +600,5 @@ def _artifact(row: Any) -> Artifact:
         lease_owner=row.lease_owner,
         lease_expires_at=as_utc(row.lease_expires_at) if row.lease_expires_at else None,
         last_reason=row.last_reason,
+        failures=int(row.failures or 0),
     )

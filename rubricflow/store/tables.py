@@ -244,6 +244,10 @@ class ArtifactRow(SQLModel, table=True):
     lease_owner: str | None = Field(default=None, max_length=200)
     lease_expires_at: datetime | None = _when(nullable=True)
     last_reason: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    # failed reviews in a row; the lifecycle dead-letters the artifact at its limit
+    failures: int = Field(
+        default=0, sa_column=sa.Column(sa.Integer, nullable=False, default=0, server_default="0")
+    )
 
 
 class ArtifactRevisionRow(SQLModel, table=True):

@@ -320,6 +320,8 @@ async def reach(
     """A new artifact driven through the public API into `state`; returns its id."""
     if content is None:
         content = FAIL if state in ("needs_revision", "rejected") else PASS
+        if state == "dead_lettered":
+            content = {"no": "score"}  # the check cannot read a score: the review fails
     created = await registry.create(type_name, content, actor="bot")
     artifact_id = created.id
     if state == "draft":
@@ -331,6 +333,12 @@ async def reach(
         )
     elif state == "archived":
         await registry.archive(artifact_id, actor="bot")
+    elif state == "dead_lettered":  # one failed review (no score to read) at a limit of 1
+        limit, registry.max_failures = registry.max_failures, 1
+        try:
+            await registry.submit_for_review(artifact_id, actor="bot")
+        finally:
+            registry.max_failures = limit
     elif state in ("pending_review", "in_review"):
         await registry.submit_for_review(artifact_id, actor="bot", defer=True)
         if state == "in_review":

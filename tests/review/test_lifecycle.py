@@ -111,6 +111,7 @@ SETUPS: dict[tuple[str, str], tuple[str, Any, str]] = {
     ("approve", "in_review"): ("doc", PASS, REVIEW),
     ("request_revision", "in_review"): ("doc", FAIL, REVIEW),
     ("abort_review", "in_review"): ("doc", BROKEN, REVIEW),
+    ("dead_letter", "in_review"): ("doc", BROKEN, "last_failure"),
     ("await_approval", "in_review"): ("gated", PASS, REVIEW),
     ("reject", "in_review"): ("gated", PASS, "awaiting"),
     ("override", "in_review"): ("doc", PASS, "human"),
@@ -126,6 +127,11 @@ async def test_every_legal_edge_succeeds_and_is_recorded(registry: ArtifactRegis
         before = await registry.history(artifact_id)
         if how == REVIEW:
             await registry.finish_review(await registry.get(artifact_id))
+        elif how == "last_failure":  # a failed review at a limit of one failure
+            registry.max_failures = 1
+            await registry.finish_review(await registry.get(artifact_id))
+            registry.max_failures = 3
+            how = REVIEW
         elif how == "awaiting":
             claimed = await registry.get(artifact_id)
             await registry.finish_review(claimed)  # passes: now waiting for a human
@@ -297,12 +303,18 @@ class _Seen:
     """What the lifecycle sees of an artifact."""
 
     def __init__(
-        self, status: str, *, awaiting: bool = False, lease_expires_at: Any = None
+        self,
+        status: str,
+        *,
+        awaiting: bool = False,
+        lease_expires_at: Any = None,
+        failures: int = 0,
     ) -> None:
         self.id = "a-1"
         self.status = status
         self.awaiting_approval = awaiting
         self.lease_expires_at = lease_expires_at
+        self.failures = failures
 
 
 def test_the_lifecycle_names_the_states_of_new_artifacts_and_revisions() -> None:

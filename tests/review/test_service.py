@@ -336,8 +336,10 @@ async def test_a_review_that_keeps_failing_backs_off(store: Store) -> None:
     from rubricflow.plugins import create_plugin_manager
     from rubricflow.store._sql import utcnow
 
-    registry = ArtifactRegistry(
-        store, plugins=create_plugin_manager(plugins=[Down()], load_entry_points=False)
+    registry = ArtifactRegistry(  # below the dead-letter limit: three retries back off
+        store,
+        plugins=create_plugin_manager(plugins=[Down()], load_entry_points=False),
+        max_failures=4,
     )
     await define(registry, "doc", make_rubric("down", check("judge", "down_judge")))
     artifact = await registry.create("doc", PASS, actor="bot")
