@@ -12,7 +12,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from itertools import pairwise
 
-from rubricflow.engine.aggregate import aggregate, criterion_passed, exact, weighted_score
+from rubricflow.engine.aggregate import (
+    Number,
+    aggregate,
+    criterion_passed,
+    exact,
+    grouped_score,
+)
 from rubricflow.model import Criterion, Rubric, parse_rubric
 from rubricflow.results import CriterionResult
 
@@ -113,28 +119,29 @@ META_RUBRIC = parse_rubric(
 )
 
 
-def _outcome_range(criterion: Criterion) -> tuple[float, float]:
-    """The lowest and highest s a criterion can produce."""
+def _outcome_range(criterion: Criterion) -> tuple[Fraction, Fraction]:
+    """The lowest and highest s a criterion can produce, exactly (band 8.7 is 87/100)."""
     if criterion.levels:
-        scores = [level.score for level in criterion.levels]
+        scores = [exact(level.score) for level in criterion.levels]
         return min(scores), max(scores)
     if criterion.score_ranges:
         bands = criterion.score_ranges
-        return min(b.min for b in bands) / 10, max(b.max for b in bands) / 10
-    return 0.0, 1.0
+        return min(exact(b.min) for b in bands) / 10, max(exact(b.max) for b in bands) / 10
+    return Fraction(0), Fraction(1)
 
 
 def score_bounds(rubric: Rubric) -> tuple[Fraction, Fraction]:
-    """The worst and best normalised score the rubric's criteria can produce."""
-    best = [
-        (c.weight, _outcome_range(c)[1] if c.weight >= 0 else _outcome_range(c)[0])
-        for c in rubric.criteria
-    ]
-    worst = [
-        (c.weight, _outcome_range(c)[0] if c.weight >= 0 else _outcome_range(c)[1])
-        for c in rubric.criteria
-    ]
-    return weighted_score(worst)[0], weighted_score(best)[0]
+    """The worst and best normalised score the rubric's criteria can produce, scored as
+    an evaluation is: per group when the rubric groups its criteria."""
+    best: dict[str | None, list[tuple[Number, Number]]] = {}
+    worst: dict[str | None, list[tuple[Number, Number]]] = {}
+    for c in rubric.criteria:
+        low, high = _outcome_range(c)
+        weight = exact(c.weight)
+        group = c.group if rubric.groups else None
+        best.setdefault(group, []).append((weight, high if c.weight >= 0 else low))
+        worst.setdefault(group, []).append((weight, low if c.weight >= 0 else high))
+    return grouped_score(rubric, worst)[0], grouped_score(rubric, best)[0]
 
 
 @dataclass(frozen=True)

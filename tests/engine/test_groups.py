@@ -224,3 +224,27 @@ def test_group_aggregation_matches_an_independent_fraction_computation(
     outcome = aggregate(rubric, results)
     assert outcome.score == _formula(expected, zero)
     assert [score for _, score in outcome.group_scores] == [score for _, score in expected]
+
+
+def test_the_meta_rubrics_score_bounds_follow_the_groups() -> None:
+    from fractions import Fraction
+
+    from rubricflow.engine.meta import score_bounds
+    from rubricflow.model import parse_rubric
+
+    def levels(low: float) -> list[dict[str, object]]:
+        return [{"id": "low", "score": low}, {"id": "high", "score": 1.0}]
+
+    rubric = parse_rubric(
+        {
+            "id": "grouped",
+            "name": "Grouped",
+            "groups": [{"id": "g1"}, {"id": "g2"}],
+            "criteria": [
+                {"id": "a", "group": "g1", "description": "a", "weight": 1, "levels": levels(0)},
+                {"id": "b", "group": "g2", "description": "b", "weight": 9, "levels": levels(0.5)},
+            ],
+        }
+    )
+    # one weighted sum would say (0*1 + 0.5*9)/10 = 0.45; the groups' mean is (0 + 0.5)/2
+    assert score_bounds(rubric) == (Fraction(1, 4), Fraction(1))
