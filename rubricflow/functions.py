@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from rubricflow.engine.patterns import BoundedPattern, compile_bounded
 from rubricflow.formats.loader import load_document, load_text
 from rubricflow.hookspecs import hookimpl
 from rubricflow.model import Rubric
@@ -104,19 +105,11 @@ def contains_none(target: Target, terms: list[str], case_sensitive: bool = False
     return CheckResult(not found, [f"found: {', '.join(found)}"] if found else [])
 
 
-def _compile(pattern: str, flags: str) -> re.Pattern[str]:
-    known = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
-    value = 0
-    for flag in flags:
-        if flag not in known:
-            raise ValueError(
-                f"unknown regex flag {flag!r} in scoring.config.flags; use i, m, s or x"
-            )
-        value |= known[flag]
-    try:
-        return re.compile(pattern, value)
-    except re.error as error:
-        raise ValueError(f"invalid regex {pattern!r} in scoring.config.pattern: {error}") from None
+def _compile(pattern: str, flags: str) -> BoundedPattern:
+    """A rubric's pattern, bounded where it runs: on RE2 (linear time), or, for what RE2
+    refuses (lookarounds, backreferences), on `regex` with a time limit
+    (`rubricflow.engine.patterns`)."""
+    return compile_bounded(pattern, flags)
 
 
 def matches_regex(target: Target, pattern: str, flags: str = "") -> CheckResult:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import PackageLoader, StrictUndefined, TemplateError
+from jinja2 import PackageLoader, StrictUndefined, TemplateError, nodes
 from jinja2.sandbox import SandboxedEnvironment
 
 from rubricflow.llm.answers import escape_delimiters
@@ -22,7 +22,10 @@ from rubricflow.model import Criterion, Rubric
 from rubricflow.results import Target
 
 __all__ = [
+    "TEMPLATE_MAX_ITERATIONS",
+    "TEMPLATE_MAX_OUTPUT",
     "PromptError",
+    "TemplateBudgetError",
     "build_prompt",
     "criterion_view",
     "feedback_prompt",
@@ -218,13 +221,72 @@ def _system_prompt(rubric_name: str, **shared: Any) -> str:
     return _render("system.j2", rubric_name=rubric_name, **shared)
 
 
+# a rubric template's budget per render: loop iterations in all (the sandbox caps one
+# `range` at 100,000, but nested loops multiply) and characters of output
+TEMPLATE_MAX_ITERATIONS = 1_000_000
+TEMPLATE_MAX_OUTPUT = 1_000_000
+
+
+class TemplateBudgetError(PromptError):
+    """A rubric template ran past its budget (loop iterations or output size)."""
+
+
+class _BudgetedSandbox(SandboxedEnvironment):
+    """The sandbox with a budget per render: every `for` loop's iterable is wrapped (at
+    parse time) in a counter of the iterations of all loops together, so nested loops
+    cannot multiply past `TEMPLATE_MAX_ITERATIONS`."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.iterations = 0
+
+    def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
+        tree = super()._parse(source, name, filename)
+        for loop in tree.find_all(nodes.For):
+            loop.iter = nodes.Call(
+                nodes.EnvironmentAttribute("counted_loop"),
+                [loop.iter],
+                [],
+                None,
+                None,
+                lineno=loop.lineno,
+            )
+        return tree
+
+    def counted_loop(self, iterable: Any) -> Iterator[Any]:
+        for item in iterable:
+            self.iterations += 1
+            if self.iterations > TEMPLATE_MAX_ITERATIONS:
+                raise TemplateBudgetError(
+                    f"the criterion's template exceeded its budget of "
+                    f"{TEMPLATE_MAX_ITERATIONS:,} loop iterations per render (nested loops "
+                    "multiply); loop over less"
+                )
+            yield item
+
+
+def _bounded_output(chunks: Iterator[str]) -> str:
+    """The rendered text, refused once it passes `TEMPLATE_MAX_OUTPUT` characters."""
+    parts: list[str] = []
+    size = 0
+    for chunk in chunks:
+        size += len(chunk)
+        if size > TEMPLATE_MAX_OUTPUT:
+            raise TemplateBudgetError(
+                f"the criterion's template exceeded its budget of {TEMPLATE_MAX_OUTPUT:,} "
+                "characters of output per render; print less"
+            )
+        parts.append(chunk)
+    return "".join(parts)
+
+
 def render_rubric_template(template: str, target: Target) -> str:
     """Render a rubric's own (dataknobs `decode_prompt`) template with the target as context:
     the content's keys when it is a mapping, plus `content`, `text`, `query`, `reference`
-    and `metadata`. Undefined names are errors; printed values are delimiter-escaped."""
-    environment = SandboxedEnvironment(
-        undefined=StrictUndefined, autoescape=False, finalize=_finalize
-    )
+    and `metadata`. Undefined names are errors; printed values are delimiter-escaped. A
+    render has a budget (`TEMPLATE_MAX_ITERATIONS` loop iterations in all,
+    `TEMPLATE_MAX_OUTPUT` characters): past it, `TemplateBudgetError` names the limit."""
+    environment = _BudgetedSandbox(undefined=StrictUndefined, autoescape=False, finalize=_finalize)
     context: dict[str, Any] = {
         "content": target.content,
         "text": target.text,
@@ -235,7 +297,10 @@ def render_rubric_template(template: str, target: Target) -> str:
     if isinstance(target.content, Mapping):
         context.update({str(k): v for k, v in target.content.items()})
     try:
-        return environment.from_string(template).render(**context).strip()
+        compiled = environment.from_string(template)
+        return _bounded_output(compiled.generate(**context)).strip()
+    except TemplateBudgetError:
+        raise
     except TemplateError as error:
         raise PromptError(
             f"the criterion's template cannot be rendered for this target: "
