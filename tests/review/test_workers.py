@@ -253,6 +253,45 @@ async def test_sigterm_lets_the_review_in_flight_finish(sqlite_url: str, tmp_pat
         await store.close()
 
 
+async def test_sigterm_hands_back_what_outlives_the_grace_period(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    """A review that would run 60 s: SIGTERM with a 1 s grace period stops the worker within
+    it, and the review goes back to the queue (not a failure) for another worker."""
+    store = await Store.open(sqlite_url)
+    try:
+        registry = ArtifactRegistry(
+            store, plugins=create_plugin_manager(plugins=[ReviewChecks()], load_entry_points=False)
+        )
+        await define(registry, "doc", make_rubric("slow", check("s", "slow_non_empty", seconds=60)))
+        artifact = await registry.create("doc", PASS, actor="bot")
+        await registry.submit_for_review(artifact.id, actor="bot", defer=True)
+        markers = tmp_path / "markers"
+        markers.mkdir()
+        worker = spawn_worker(
+            sqlite_url, "brief", "--poll", "0.05", "--marker", str(markers), "--grace", "1"
+        )
+
+        async def started() -> bool:
+            return (markers / f"{artifact.id}.started").exists()
+
+        await wait_for(started, 30, "the review to start")
+        signalled = time.monotonic()
+        worker.send_signal(signal.SIGTERM)
+        stats = await asyncio.to_thread(finish, worker, 30)
+        assert time.monotonic() - signalled < 6  # the grace period, plus the hand-back
+        assert (stats["reviewed"], stats["handed_back"]) == (0, 1)
+        back = await registry.get(artifact.id)
+        assert (back.status, back.lease_owner, back.failures) == ("pending_review", None, 0)
+        events = await registry.history(artifact.id)
+        assert [e.trigger for e in events][-2:] == ["start_review", "abort_review"]
+        assert "grace period ran out" in (events[-1].reason or "")
+        # another worker takes it at once (no retry delay)
+        assert await registry.claim_next(worker="next/0") is not None
+    finally:
+        await store.close()
+
+
 # ---------------------------------------------------------------- many processes
 
 

@@ -49,6 +49,8 @@ async def main(options: argparse.Namespace) -> dict[str, object]:
             concurrency=options.concurrency,
             poll_interval=options.poll,
             name=options.name,
+            grace_seconds=options.grace,
+            max_failures=options.max_failures,
         )
         worker.install_signal_handlers()
         if options.barrier:
@@ -64,6 +66,7 @@ async def main(options: argparse.Namespace) -> dict[str, object]:
         "lost_races": stats.lost_races,
         "errors": stats.errors,
         "outcomes": stats.outcomes,
+        "handed_back": stats.handed_back,
     }
 
 
@@ -79,6 +82,8 @@ if __name__ == "__main__":
     parser.add_argument("--parties", type=int, default=1)
     parser.add_argument("--marker")
     parser.add_argument("--slow-factor", type=float, default=1.0)
+    parser.add_argument("--grace", type=float, default=30.0)
+    parser.add_argument("--max-failures", type=int, default=None)
     arguments = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     print(json.dumps(asyncio.run(main(arguments))), flush=True)
