@@ -14,7 +14,7 @@ from typing import Any
 
 from rubricflow.engine.patterns import BoundedPattern, compile_bounded
 from rubricflow.formats.loader import load_document, load_text
-from rubricflow.hookspecs import hookimpl
+from rubricflow.hookspecs import config_schema, hookimpl
 from rubricflow.model import Rubric
 from rubricflow.results import Target
 from rubricflow.scoring import CheckResult
@@ -294,6 +294,107 @@ BUILTIN_FUNCTIONS: dict[str, Callable[..., Any]] = {
         )
     },
 }
+
+
+# -- the options each built-in check takes: `validate` checks a rubric's scoring.config
+# against these (a wrong option would otherwise fail only at evaluation, as an error)
+
+_NO_OPTIONS: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "no options: remove scoring.config",
+}
+_COUNT = {"type": ["integer", "null"], "minimum": 0, "description": "a whole number, 0 or more"}
+_TERMS = {"type": "array", "items": {"type": "string"}, "description": "a list of texts"}
+
+
+def _range(**more: Any) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"min": _COUNT, "max": _COUNT, **more},
+        "additionalProperties": False,
+        "description": f"options {', '.join(['min', 'max', *more])}",
+    }
+
+
+def _terms(required: bool) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "terms": {**_TERMS, "minItems": 1} if required else _TERMS,
+            "case_sensitive": {"type": "boolean", "description": "true or false"},
+        },
+        "required": ["terms"],
+        "additionalProperties": False,
+        "description": "options terms (a list of texts) and case_sensitive",
+    }
+
+
+_REGEX = {
+    "type": "object",
+    "properties": {
+        "pattern": {"type": "string", "description": "a regular expression"},
+        "flags": {
+            "type": "string",
+            "pattern": "^[imsx]*$",
+            "description": "flags from i, m, s and x (e.g. im)",
+        },
+    },
+    "required": ["pattern"],
+    "additionalProperties": False,
+    "description": "options pattern and flags",
+}
+
+
+def _ordered_range(config: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
+    low, high = config.get("min"), config.get("max")
+    if low is not None and high is not None and low > high:
+        yield "min", f"min ({low}) is above max ({high}); nothing could pass, swap them"
+
+
+def _compiles(config: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
+    try:
+        _compile(config["pattern"], config.get("flags", ""))
+    except ValueError as error:
+        yield "pattern", str(error)
+
+
+_CONFIG_SCHEMAS: dict[str, tuple[dict[str, Any], Any]] = {
+    **{
+        name: (_NO_OPTIONS, None)
+        for name in BUILTIN_FUNCTIONS
+        if name.startswith("meta.")
+        or name
+        in (
+            "non_empty",
+            "valid_json",
+            "no_email_addresses",
+            "no_phone_numbers",
+            "no_secrets",
+            "contains_secrets",
+        )
+    },
+    "word_count_between": (_range(), _ordered_range),
+    "char_count_between": (_range(), _ordered_range),
+    "contains_all": (_terms(required=True), None),
+    "contains_none": (_terms(required=False), None),
+    "contains_any": (_terms(required=False), None),
+    "matches_regex": (_REGEX, _compiles),
+    "no_regex_match": (_REGEX, _compiles),
+    "json_has_keys": (
+        {
+            "type": "object",
+            "properties": {"keys": {**_TERMS, "minItems": 1}},
+            "required": ["keys"],
+            "additionalProperties": False,
+            "description": "option keys (a list of dotted key paths)",
+        },
+        None,
+    ),
+    "json_array_length": (_range(path={"type": "string"}), _ordered_range),
+}
+for _name, (_schema, _check) in _CONFIG_SCHEMAS.items():
+    config_schema(_schema, check=_check)(BUILTIN_FUNCTIONS[_name])
 
 
 @hookimpl

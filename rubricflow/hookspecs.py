@@ -10,8 +10,8 @@ plugins.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pluggy
 
@@ -19,12 +19,48 @@ if TYPE_CHECKING:
     from rubricflow.formats.base import RubricFormat
     from rubricflow.scoring import Scorer
 
-__all__ = ["PROJECT_NAME", "RubricflowHookSpecs", "hookimpl", "hookspec"]
+__all__ = [
+    "CONFIG_CHECK_ATTRIBUTE",
+    "CONFIG_SCHEMA_ATTRIBUTE",
+    "PROJECT_NAME",
+    "ConfigCheck",
+    "RubricflowHookSpecs",
+    "config_schema",
+    "hookimpl",
+    "hookspec",
+]
 
 PROJECT_NAME = "rubricflow"
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+CONFIG_SCHEMA_ATTRIBUTE = "rubricflow_config_schema"
+CONFIG_CHECK_ATTRIBUTE = "rubricflow_config_check"
+ConfigCheck = Callable[[Mapping[str, Any]], Iterable[tuple[str, str]]]
+"""A check of a config that matches its schema: yields `(field, problem)` pairs (e.g.
+`("pattern", "not a valid regular expression: ...")`), nothing when it is fine."""
+
+_Function = TypeVar("_Function", bound=Callable[..., Any])
+
+
+def config_schema(
+    schema: Mapping[str, Any], *, check: ConfigCheck | None = None
+) -> Callable[[_Function], _Function]:
+    """Declare the options a check function takes: `schema` is the JSON Schema of a
+    criterion's `scoring.config` for it, and `check` an optional further check (what a
+    schema cannot say, such as a regular expression that does not compile). `rubricflow
+    validate` then reports a bad config with its path (`criteria[0].scoring.config.min`)
+    instead of the check failing at evaluation. Optional: a function without it is
+    accepted as before. The schema is checked when the plugin is registered."""
+
+    def declare(function: _Function) -> _Function:
+        setattr(function, CONFIG_SCHEMA_ATTRIBUTE, schema)
+        if check is not None:
+            setattr(function, CONFIG_CHECK_ATTRIBUTE, check)
+        return function
+
+    return declare
 
 
 class RubricflowHookSpecs:
@@ -46,7 +82,8 @@ class RubricflowHookSpecs:
         Return `{registered_name: function}` for deterministic checks. A function takes
         the target (and the criterion's `scoring.config` as keyword arguments when it
         accepts them) and returns a level id, a bool (MET/UNMET) or a float in 0..1;
-        it may be async.
+        it may be async. A function may declare the JSON Schema of its config with
+        `@config_schema(...)`, so `validate` checks a rubric's config for it.
         """
 
     @hookspec

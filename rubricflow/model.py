@@ -67,6 +67,22 @@ ZeroWeights = Literal["mean", "zero"]
 of their scores (rubricflow's default), or 0 (AgentV: satisfied weight / total weight)."""
 GROUP_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_:/-]*$"  # no dot: `group.item` must split one way
 
+# Limits that make every value the model accepts fit the store on both backends (the
+# PostgreSQL columns of rubricflow/store/tables.py), so a rubric is refused at validation,
+# never by the database. In characters, as PostgreSQL's VARCHAR(n) counts them.
+MAX_ID_LENGTH = 200
+"""Ids: rubric, criterion (as qualified `group.item`), level, group, artifact, artifact type,
+run, rubric target type (VARCHAR(200))."""
+MAX_VERSION_LENGTH = 100
+"""A rubric version (VARCHAR(100))."""
+MAX_NAME_LENGTH = 500
+"""Names and titles: a rubric's, criterion's, group's or level's name, an artifact title."""
+MAX_METHOD_LENGTH = 100
+"""A scoring method (the scorer's name, VARCHAR(100))."""
+MAX_TARGET_ID_LENGTH = 500
+"""A target id (VARCHAR(500))."""
+NUL_MESSAGE = "holds a NUL character (\\u0000), which no store can keep; remove it"
+
 
 def _rule(path: str, message: str) -> PydanticCustomError:
     """A model-rule error whose `path` (relative to the value being validated) survives into
@@ -74,11 +90,30 @@ def _rule(path: str, message: str) -> PydanticCustomError:
     return PydanticCustomError("rubric_rule", "{message}", {"path": path, "message": message})
 
 
+def _storable(value: str) -> str:
+    """Text a store can keep: PostgreSQL refuses NUL in text, so both backends refuse it."""
+    if "\x00" in value:
+        raise _rule("", NUL_MESSAGE)
+    return value
+
+
+Text = Annotated[str, AfterValidator(_storable)]
+"""Free text (descriptions, labels): any length, no NUL."""
+Name = Annotated[str, Field(max_length=MAX_NAME_LENGTH), AfterValidator(_storable)]
+"""A name or title: at most MAX_NAME_LENGTH characters, no NUL."""
+Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH, pattern=ID_PATTERN)]
+"""An id: letters, digits and _ . : / -, at most MAX_ID_LENGTH characters."""
+Reference = Annotated[str, Field(max_length=MAX_ID_LENGTH), AfterValidator(_storable)]
+"""A name that refers to something registered (a function, metric, model, target type)."""
+
+
 _MAX_INT_BITS = 4000  # well under Python's 4300-digit limit for int <-> str conversion
 
 
 def _json_key(key: Any, path: str) -> str:
     if isinstance(key, str):
+        if "\x00" in key:
+            raise _rule(path, f"key {_shown(key)} {NUL_MESSAGE}")
         return key
     if isinstance(key, bool) or key is None:
         return json.dumps(key)
@@ -92,7 +127,11 @@ def _json_key(key: Any, path: str) -> str:
 def _json_value(value: Any, path: str) -> Any:
     """`value` as plain JSON data (text keys, lists, finite numbers), so a rubric dumps and
     loads back unchanged; anything that has no JSON form is a rule break at `path`."""
-    if value is None or isinstance(value, bool | str):
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise _rule(path, NUL_MESSAGE)
+        return value
+    if value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):
         if value.bit_length() > _MAX_INT_BITS:
@@ -260,11 +299,11 @@ class _Frozen(BaseModel):
 class Level(_Frozen):
     """One grade of a graded criterion; `score` is its value on the normalised 0..1 scale."""
 
-    id: Annotated[str, Field(min_length=1, pattern=ID_PATTERN)]
-    label: str = ""
-    description: str = ""
+    id: Id
+    label: Name = ""
+    description: Text = ""
     score: Annotated[float, Field(ge=0.0, le=1.0)]
-    indicators: tuple[str, ...] = ()
+    indicators: tuple[Text, ...] = ()
 
     @model_validator(mode="after")
     def _default_label(self) -> Level:
@@ -278,7 +317,7 @@ class ScoreRange(_Frozen):
 
     min: Annotated[int, Field(ge=BAND_MIN, le=BAND_MAX)]
     max: Annotated[int, Field(ge=BAND_MIN, le=BAND_MAX)]
-    description: str = ""
+    description: Text = ""
 
     @model_validator(mode="after")
     def _ordered(self) -> ScoreRange:
@@ -329,19 +368,19 @@ BandList = Annotated[
 class Example(_Frozen):
     """A few-shot example for judges: an output, and what it earned (a level id or a score)."""
 
-    input: str | None = None
-    output: str
+    input: Text | None = None
+    output: Text
     score: float | None = None
-    level: str | None = None
-    label: str | None = None
-    explanation: str | None = None
+    level: Text | None = None
+    label: Text | None = None
+    explanation: Text | None = None
 
 
 class Subcriterion(_Frozen):
     """An aspect a judge should consider inside its criterion (OpenRubricRL `subcriteria`)."""
 
-    name: Annotated[str, Field(min_length=1)]
-    description: str = ""
+    name: Annotated[Name, Field(min_length=1)]
+    description: Text = ""
 
 
 class Scoring(_Frozen):
@@ -351,14 +390,16 @@ class Scoring(_Frozen):
     for binary, level classification for levels, band score for score_ranges).
     """
 
-    method: Annotated[str, Field(min_length=1)] = "llm"
-    function: str | None = None
+    method: Annotated[
+        str, Field(min_length=1, max_length=MAX_METHOD_LENGTH), AfterValidator(_storable)
+    ] = "llm"
+    function: Reference | None = None
     schema_: JsonMapping | None = Field(default=None, alias="schema")
-    schema_ref: str | None = None
-    template: str | None = None
+    schema_ref: Text | None = None
+    template: Text | None = None
     output_schema: JsonMapping | None = None
-    metric: str | None = None
-    model: str | None = None
+    metric: Reference | None = None
+    model: Reference | None = None
     config: JsonMapping = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -428,9 +469,9 @@ class Criterion(_Frozen):
     """One thing a rubric checks. Weight may be negative (a penalty criterion); `required`
     makes a failure of this criterion fail the whole evaluation."""
 
-    id: Annotated[str, Field(min_length=1, pattern=ID_PATTERN)]
-    name: str = ""
-    description: str = ""
+    id: Id
+    name: Name = ""
+    description: Text = ""
     weight: float = 1.0
     required: StrictBool = False
     min_score: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
@@ -439,8 +480,8 @@ class Criterion(_Frozen):
     examples: tuple[Example, ...] = ()
     subcriteria: tuple[Subcriterion, ...] = ()
     scoring: Scoring = Field(default_factory=Scoring)
-    section: str | None = None
-    group: str | None = None
+    section: Text | None = None
+    group: Reference | None = None
     """The criterion group (a rubric's `groups`) this criterion is scored in; its id is
     then qualified as `group.item` (written either way in a document)."""
 
@@ -539,9 +580,9 @@ class CriterionGroup(_Frozen):
     scores when all its criteria weigh 0 (unset: the rubric's `zero_weights`).
     """
 
-    id: Annotated[str, Field(min_length=1, pattern=GROUP_ID_PATTERN)]
-    name: str = ""
-    description: str = ""
+    id: Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH, pattern=GROUP_ID_PATTERN)]
+    name: Name = ""
+    description: Text = ""
     weight: Annotated[float, Field(ge=0.0)] = 1.0
     required: StrictBool = False
     min_score: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
@@ -595,11 +636,11 @@ class Rubric(_Frozen):
 
     model_config = ConfigDict(json_schema_extra=_declare_schema_pointer)
 
-    id: Annotated[str, Field(min_length=1, pattern=ID_PATTERN)]
-    name: str = ""
-    version: str = "1.0.0"
-    description: str = ""
-    target_type: str | None = None
+    id: Id
+    name: Name = ""
+    version: Annotated[str, Field(max_length=MAX_VERSION_LENGTH)] = "1.0.0"
+    description: Text = ""
+    target_type: Reference | None = None
     pass_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.7
     scale: Scale = Field(default_factory=Scale)
     unscored_policy: UnscoredPolicy = "fail_closed"
@@ -638,6 +679,12 @@ class Rubric(_Frozen):
             object.__setattr__(self, "criteria", self._grouped_criteria())
         seen: dict[str, int] = {}
         for index, criterion in enumerate(self.criteria):
+            if len(criterion.id) > MAX_ID_LENGTH:
+                raise _rule(
+                    f"criteria[{index}].id",
+                    f"criterion id {_shown(criterion.id)} is {len(criterion.id)} characters "
+                    f"as `group.item`; the limit is {MAX_ID_LENGTH}: shorten it or its group id",
+                )
             if criterion.id in seen:
                 where = f" in group {criterion.group!r}" if criterion.group else ""
                 raise _rule(
@@ -786,6 +833,13 @@ def problems_from_validation_error(error: ValidationError) -> list[Problem]:
             message = f"{_FIX_BY_TYPE[kind]}{shown}"
             if kind == "string_type" and isinstance(got, bool):
                 message += "; YAML reads yes/no/on/off/true/false as booleans, so quote it"
+        elif kind == "string_too_long":
+            got = detail.get("input")
+            size = f"{len(got)} characters" if isinstance(got, str) else "too long"
+            message = (
+                f"too long ({size}); the limit is {ctx.get('max_length')} characters, "
+                "so that every store can keep it: shorten it"
+            )
         elif kind in _BOUND_TYPES:
             message = f"{detail['msg']} (got {_shown(detail.get('input'))})"
         else:

@@ -20,7 +20,13 @@ import pluggy
 
 from rubricflow.errors import PluginConflictError, PluginError
 from rubricflow.formats import loader
-from rubricflow.hookspecs import PROJECT_NAME, RubricflowHookSpecs
+from rubricflow.hookspecs import (
+    CONFIG_CHECK_ATTRIBUTE,
+    CONFIG_SCHEMA_ATTRIBUTE,
+    PROJECT_NAME,
+    ConfigCheck,
+    RubricflowHookSpecs,
+)
 
 if TYPE_CHECKING:
     from rubricflow.formats.base import RubricFormat
@@ -97,6 +103,7 @@ class PluginRegistry:
             "rubricflow_check_functions", "check function", "functions", None
         )
         self._gather_metrics()
+        self._config_checks = self._gather_config_schemas()
         self.formats: dict[str, RubricFormat] = self._gather(
             "rubricflow_formats", "rubric format", "formats", lambda item: item.name, as_items=True
         )
@@ -172,6 +179,60 @@ class PluginRegistry:
                         f"({error}); fix the plugin or disable it with {BLOCK_ENV}={info.name}"
                     ) from error
 
+    def _gather_config_schemas(self) -> dict[str, tuple[Any, ConfigCheck | None]]:
+        """The config schema (a jsonschema validator) and further check each check function
+        declares (`@config_schema`); a schema that is not valid JSON Schema is the plugin's
+        error, found here rather than when a rubric is validated. Functions that declare
+        none are not in the result: their config is not checked, as before."""
+        declared = {
+            name: function
+            for name, function in self.functions.items()
+            if getattr(function, CONFIG_SCHEMA_ATTRIBUTE, None) is not None
+        }
+        if not declared:
+            return {}
+        from jsonschema import exceptions, validators
+
+        checks: dict[str, tuple[Any, ConfigCheck | None]] = {}
+        for name, function in declared.items():
+            schema = getattr(function, CONFIG_SCHEMA_ATTRIBUTE)
+            check = getattr(function, CONFIG_CHECK_ATTRIBUTE, None)
+            owner = next((i.name for i in self._infos.values() if name in i.functions), name)
+            try:
+                if not isinstance(schema, Mapping) or (check is not None and not callable(check)):
+                    raise TypeError("the schema must be a mapping and the check a callable")
+                validator = validators.validator_for(schema)
+                validator.check_schema(dict(schema))
+            except (exceptions.SchemaError, TypeError) as error:
+                message = error.message if isinstance(error, exceptions.SchemaError) else error
+                raise PluginError(
+                    f"plugin {owner!r}: the config schema of check function {name!r} is not "
+                    f"usable ({message}); fix the plugin or disable it with {BLOCK_ENV}={owner}"
+                ) from error
+            checks[name] = (validator(schema, format_checker=validator.FORMAT_CHECKER), check)
+        return checks
+
+    def check_function_config(self, name: str, config: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """What is wrong with `config` for check function `name`, as `(field, problem)`
+        pairs (field: a dotted path inside the config, "" for the config itself); empty
+        when it is fine or the function declares no schema."""
+        declared = self._config_checks.get(name)
+        if declared is None:
+            return []
+        validator, check = declared
+        problems = [
+            (".".join(str(part) for part in error.absolute_path), _config_message(error))
+            for error in sorted(
+                validator.iter_errors(dict(config)), key=lambda e: [str(p) for p in e.path]
+            )
+        ]
+        if problems or check is None:
+            return problems
+        try:
+            return [(str(field), str(problem)) for field, problem in check(config)]
+        except Exception as error:  # a plugin's check is the plugin's: report, never crash
+            return [("", f"the config check of {name!r} failed: {type(error).__name__}: {error}")]
+
     def plugins(self) -> list[PluginInfo]:
         """Every registered plugin and what it contributes, built-ins first."""
         return list(self._infos.values())
@@ -196,6 +257,14 @@ class PluginRegistry:
                     event.get("artifact_id"),
                     event.get("trigger"),
                 )
+
+
+def _config_message(error: Any) -> str:
+    """jsonschema's message, followed by what the failing part of the schema says it
+    expects (its `description`), which is the fix."""
+    schema = error.schema if isinstance(error.schema, Mapping) else {}
+    description = schema.get("description")
+    return f"{error.message}; expected {description}" if description else str(error.message)
 
 
 def _invalid_plugin(name: str, error: Exception) -> PluginError:

@@ -7,9 +7,12 @@ import json
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property, lru_cache
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
+
+from rubricflow.model import MAX_TARGET_ID_LENGTH, NUL_MESSAGE
 
 __all__ = [
     "CallOutcome",
@@ -55,13 +58,26 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
+def _storable_target_id(value: str) -> str:
+    """A target id the store can keep on both backends (VARCHAR(500), no NUL)."""
+    if len(value) > MAX_TARGET_ID_LENGTH:
+        raise PydanticCustomError(
+            "target_id",
+            "target id is {size} characters; the limit is {limit}: shorten it",
+            {"size": len(value), "limit": MAX_TARGET_ID_LENGTH},
+        )
+    if "\x00" in value:
+        raise PydanticCustomError("target_id", f"target id {NUL_MESSAGE}")
+    return value
+
+
 class Target(BaseModel):
     """What is under review: `content` (text or JSON) plus optional context for judges."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     content: Any
-    id: str | None = None
+    id: Annotated[str, AfterValidator(_storable_target_id)] | None = None
     query: str | None = None
     reference: Any = None
     metadata: dict[str, Any] = Field(default_factory=dict)

@@ -19,7 +19,8 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from rubricflow.errors import NotFoundError, RubricflowError
+from rubricflow.errors import ConfigurationError, NotFoundError, RubricflowError
+from rubricflow.model import MAX_ID_LENGTH, NUL_MESSAGE
 from rubricflow.results import Evaluation
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "RunInfo",
     "RunInputError",
     "RunSummary",
+    "check_run_id",
     "evaluation_line",
     "finished_targets",
     "latest_per_target",
@@ -42,6 +44,18 @@ FINISHED = ("pass", "fail")
 
 class RunInputError(RubricflowError):
     """A results file cannot be read, or does not hold a rubricflow run."""
+
+
+def check_run_id(run_id: str) -> str:
+    """A run id the store can keep on both backends (runs.id is VARCHAR(200), and
+    PostgreSQL refuses NUL); a `ConfigurationError` naming the limit otherwise."""
+    if len(run_id) > MAX_ID_LENGTH:
+        raise ConfigurationError(
+            f"run id is {len(run_id)} characters; the limit is {MAX_ID_LENGTH}: shorten it"
+        )
+    if "\x00" in run_id:
+        raise ConfigurationError(f"run id {NUL_MESSAGE}")
+    return run_id
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -65,6 +79,9 @@ class RunInfo:
     started_at: str = ""
     finished_at: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_run_id(self.id)
 
     def to_dict(self) -> dict[str, Any]:
         return {

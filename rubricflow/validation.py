@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FileReport",
     "RubricReport",
+    "config_problems",
     "lint_file",
     "lint_rubric",
     "validate_document",
@@ -178,6 +179,22 @@ def lint_rubric(rubric: Rubric, plugins: PluginRegistry | None = None) -> list[P
     return warnings
 
 
+def config_problems(rubric: Rubric, plugins: PluginRegistry) -> list[Problem]:
+    """Errors in the check functions' options: each deterministic criterion's
+    `scoring.config` against the schema its function declares (and the function's further
+    check, e.g. that a regular expression compiles), with the path of each problem
+    (`criteria[2].scoring.config.min`). Functions that declare no schema are not checked."""
+    problems: list[Problem] = []
+    for index, criterion in enumerate(rubric.criteria):
+        scoring = criterion.scoring
+        if scoring.method != "deterministic" or not scoring.function:
+            continue
+        for field_path, message in plugins.check_function_config(scoring.function, scoring.config):
+            where = f"criteria[{index}].scoring.config" + (f".{field_path}" if field_path else "")
+            problems.append(Problem(where, f"{message} (options of check {scoring.function!r})"))
+    return problems
+
+
 def validate_file(
     path: str | Path, *, format: str | None = None, plugins: PluginRegistry | None = None
 ) -> FileReport:
@@ -258,7 +275,17 @@ def validate_document(
     report.format = loaded.format
     report.warnings.extend(loaded.warnings)
     many = len(loaded.rubrics) > 1
+    if plugins is None:
+        from rubricflow.plugins import default_plugins
+
+        registry = default_plugins()
+    else:
+        registry = plugins
     for rubric in loaded.rubrics:
+        report.errors.extend(
+            Problem(f"{rubric.id}: {p.path}", p.message) if many else p
+            for p in config_problems(rubric, registry)
+        )
         meta = assess_rubric(rubric)
         warnings = lint_rubric(rubric, plugins)
         warnings.extend(

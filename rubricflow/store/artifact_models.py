@@ -6,12 +6,27 @@ from __future__ import annotations
 
 import enum
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Literal, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    ValidationError,
+    model_validator,
+)
 
+from rubricflow.errors import ConfigurationError, ReviewError
+from rubricflow.model import (
+    MAX_ID_LENGTH,
+    MAX_NAME_LENGTH,
+    MAX_VERSION_LENGTH,
+    NUL_MESSAGE,
+)
 from rubricflow.results import canonical_json
 
 __all__ = [
@@ -28,14 +43,44 @@ __all__ = [
 ]
 
 
-class RubricBinding(BaseModel):
+def _storable(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError(NUL_MESSAGE)
+    return value
+
+
+_Key = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH), AfterValidator(_storable)]
+_Version = Annotated[str, Field(min_length=1, max_length=MAX_VERSION_LENGTH)]
+
+
+class _Checked(BaseModel):
+    """A record built from a caller's input: a value that breaks a bound (the store's column
+    sizes, no NUL) is a `ConfigurationError` naming the field and the limit, not pydantic's
+    ValidationError (a front door turns a RubricflowError into a usage error)."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _clear_errors(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        try:
+            return handler(data)
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'value'}: "
+                f"{e['msg'].removeprefix('Value error, ')}"
+                for e in error.errors(include_url=False)
+            )
+            what = "artifact type" if cls is ArtifactType else "rubric binding"
+            raise ConfigurationError(f"invalid {what}: {problems}") from None
+
+
+class RubricBinding(_Checked):
     """A rubric an artifact type is reviewed against: the latest version, or a pinned one.
     A `blocking` rubric's failure rejects the artifact instead of asking for revision."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    rubric_id: str
-    version: str | None = None
+    rubric_id: _Key
+    version: _Version | None = None
     blocking: bool = False
 
     @classmethod
@@ -48,12 +93,12 @@ class RubricBinding(BaseModel):
         return f"{self.rubric_id}@{self.version}" if self.version else self.rubric_id
 
 
-class ArtifactType(BaseModel):
+class ArtifactType(_Checked):
     """What kind of artifact this is and how it is reviewed."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str = Field(min_length=1)
+    name: _Key
     rubrics: tuple[RubricBinding, ...] = ()
     auto_review: bool = True
     requires_approval: bool = False
@@ -166,6 +211,50 @@ class Change(NamedTuple):
     revision: int | None = None
     #: the count of failed reviews in a row after this change (None keeps it)
     failures: int | None = None
+
+
+def _check_text(value: str | None, what: str, limit: int | None = None) -> None:
+    """Refuse text the store cannot keep on both backends: longer than its column, or
+    holding NUL (PostgreSQL refuses it), naming the field and the limit."""
+    if value is None:
+        return
+    if limit is not None and len(value) > limit:
+        raise ReviewError(f"{what} is {len(value)} characters; the limit is {limit}: shorten it")
+    if "\x00" in value:
+        raise ReviewError(f"{what} {NUL_MESSAGE}")
+
+
+def _check_new_artifact(new: NewArtifact) -> None:
+    _check_text(new.artifact_id, "the artifact id", MAX_ID_LENGTH)
+    _check_text(new.type_name, "the artifact type", MAX_ID_LENGTH)
+    _check_text(new.actor, "the actor", MAX_ID_LENGTH)
+    _check_text(new.title, "the title", MAX_NAME_LENGTH)
+
+
+def _check_change(change: Change) -> None:
+    _check_text(change.actor, "the actor", MAX_ID_LENGTH)
+    _check_text(change.reason, "the reason")
+    _check_text(change.lease_owner, "the worker name (lease owner)", MAX_ID_LENGTH)
+
+
+_Tuple = TypeVar("_Tuple", bound=tuple[Any, ...])
+
+
+def _checked_on_creation(record: type[_Tuple], check: Callable[[_Tuple], None]) -> None:
+    """Run `check` on every `record(...)` built (a NamedTuple cannot define `__new__` in its
+    body): whoever builds a new artifact or a change, the bounds hold before the store."""
+    plain = record.__new__
+
+    def checked(cls: type[_Tuple], *args: Any, **kwargs: Any) -> _Tuple:
+        made = plain(cls, *args, **kwargs)
+        check(made)
+        return made
+
+    setattr(record, "__new__", staticmethod(checked))  # noqa: B010 (mypy: method-assign)
+
+
+_checked_on_creation(NewArtifact, _check_new_artifact)
+_checked_on_creation(Change, _check_change)
 
 
 def content_hash(content: Any) -> str:
