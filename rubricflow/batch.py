@@ -1,6 +1,12 @@
 """A batch run: evaluate many cases, write each result as it lands (results JSONL and/or
 the store), stop cleanly when asked, and resume without re-judging finished cases.
 
+Durability: a results line is flushed as its case finishes; the store gets evaluations
+in batches, committed every STORE_SECONDS (or every STORE_BATCH evaluations, whichever
+comes first), so a killed process loses at most about a second of work. The run row
+names its process and carries a heartbeat, so a run whose process died reads as
+`interrupted` and `--resume` continues it.
+
 Stopping: `BatchRun.stop()` (the CLI calls it on the first Ctrl-C) stops taking new
 cases; the cases in flight finish and are written, and the run is recorded as
 `interrupted`. Resuming reads what the results file and the store already hold: a case
@@ -45,7 +51,10 @@ __all__ = [
     "targets_in_flight",
 ]
 
+#: the store gets pending evaluations at least every STORE_SECONDS, at most STORE_BATCH
+#: at a time: batching keeps a fast stream fast, the clock bounds what a kill loses
 STORE_BATCH = 200
+STORE_SECONDS = 1.0
 #: targets in flight, and criteria per target, when the judge asks for no more
 DEFAULT_TARGETS_IN_FLIGHT = 8
 DEFAULT_CRITERIA_IN_FLIGHT = 8
@@ -163,6 +172,12 @@ class BatchRun:
         self._in_store = False
         #: a store batch being saved, which a cancelled run leaves for close() to wait for
         self._saving: asyncio.Future[None] | None = None
+        #: one store flush at a time (the run's own, or the clock's)
+        self._flush_lock = asyncio.Lock()
+        #: the clock: commits what is pending every STORE_SECONDS and beats the heartbeat
+        self._ticker: asyncio.Task[None] | None = None
+        #: what stopped the clock (a store error), raised by the next write
+        self._ticker_error: BaseException | None = None
         self._seen: set[str] = set()
         self._written = output is not None or store is not None or keep
         #: target ids met more than once: the run keeps only the last evaluation of each
@@ -188,6 +203,8 @@ class BatchRun:
             if self.store is not None:
                 self.info = await self.store.runs.start(self.info)
                 self._in_store = True
+        if self._in_store:
+            self._ticker = asyncio.ensure_future(self._tick())
         if self.output is not None:
             self.output.parent.mkdir(parents=True, exist_ok=True)
             if self.output.exists():
@@ -311,10 +328,40 @@ class BatchRun:
                 await self._record(evaluation, on_evaluation)
                 yield evaluation
 
+    async def _tick(self) -> None:
+        """Every STORE_SECONDS, commit the evaluations pending for the store (a slow
+        target must not hold back those finished before it), and every
+        HEARTBEAT_SECONDS say the run is alive."""
+        from rubricflow.store.runs import HEARTBEAT_SECONDS
+
+        beaten = time.monotonic()
+        try:
+            while True:
+                await asyncio.sleep(STORE_SECONDS)
+                if self._pending:
+                    await self._flush_store()
+                if time.monotonic() - beaten >= HEARTBEAT_SECONDS:
+                    await self.store.runs.beat(self.info.id)
+                    beaten = time.monotonic()
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # the run's next write raises it
+            self._ticker_error = error
+
+    async def _stop_ticker(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+            self._ticker = None
+
     async def _record(
         self, evaluation: Evaluation, on_evaluation: Callable[[Evaluation], None] | None
     ) -> None:
         """Count an evaluation and write it: results file now, the store in batches."""
+        if self._ticker_error is not None:
+            error, self._ticker_error = self._ticker_error, None
+            raise error
         self.tally.add(evaluation)
         if self._stream is not None:
             self._stream.write(evaluation_line(evaluation, self.info.id))
@@ -329,24 +376,27 @@ class BatchRun:
             on_evaluation(evaluation)
 
     async def _flush_store(self) -> None:
-        """Store the pending evaluations. The save is shielded: a cancelled run (a second
-        Ctrl-C) does not cut its transaction short, which would lose the batch or leave
-        SQLite locked; the next flush (close) waits for it instead."""
-        if self._saving is not None:
-            await self._saving
+        """Store the pending evaluations, one flush at a time. The save is shielded: a
+        cancelled run (a second Ctrl-C) does not cut its transaction short, which would
+        lose the batch or leave SQLite locked; the next flush (close) waits for it."""
+        async with self._flush_lock:
+            if self._saving is not None:
+                saving = self._saving
+                await asyncio.shield(saving)
+                if self._saving is saving:
+                    self._saving = None
+            pending, self._pending = self._pending, []
+            if not pending:
+                return
+            self._saving = asyncio.ensure_future(self._save_to_store(pending))
+            try:
+                await asyncio.shield(self._saving)
+            except asyncio.CancelledError:
+                raise  # the save goes on
+            except BaseException:
+                self._saving = None
+                raise
             self._saving = None
-        pending, self._pending = self._pending, []
-        if not pending:
-            return
-        self._saving = asyncio.ensure_future(self._save_to_store(pending))
-        try:
-            await asyncio.shield(self._saving)
-        except asyncio.CancelledError:
-            raise  # the save goes on
-        except BaseException:
-            self._saving = None
-            raise
-        self._saving = None
 
     async def close(self, *, interrupted: bool) -> RunInfo:
         """Write what is still pending and record how the run ended."""
@@ -356,6 +406,7 @@ class BatchRun:
         try:
             # a run that `prepare` did not start or resume (refused) is not this one's
             if self.store is not None and self._in_store:
+                await self._stop_ticker()
                 await self._flush_store()
                 await self.store.runs.finish(self.info.id, status)
         finally:

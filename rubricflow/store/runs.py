@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import builtins
 import json
+import os
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
 
-from rubricflow.errors import NotFoundError
+from rubricflow.errors import NotFoundError, StoreError
 from rubricflow.results import Evaluation
 from rubricflow.runs import (
     HISTOGRAM_BINS,
@@ -26,7 +29,14 @@ from rubricflow.store._sql import INCOMPLETE, parse_time, to_utc, utcnow
 from rubricflow.store.database import Database
 from rubricflow.store.tables import CriterionResultRow, EvaluationRow, LLMCallRow, RunRow
 
-__all__ = ["RunOverview", "RunStore"]
+__all__ = [
+    "HEARTBEAT_SECONDS",
+    "STALE_AFTER",
+    "RunOverview",
+    "RunStore",
+    "owner_alive",
+    "run_owner",
+]
 
 _runs = RunRow.__table__  # type: ignore[attr-defined]
 _evaluations = EvaluationRow.__table__  # type: ignore[attr-defined]
@@ -35,6 +45,63 @@ _calls = LLMCallRow.__table__  # type: ignore[attr-defined]
 # a criterion's place in a run: (first evaluation holding it, its position there) as one
 # number; positions stay far below this
 _POSITIONS = 1 << 20
+#: how often a running batch run says it is alive (`RunStore.beat`), and how long after
+#: its last word a run whose owner cannot be asked (another host) counts as interrupted
+HEARTBEAT_SECONDS = 5.0
+STALE_AFTER = 60.0
+# the heartbeat, built once so that SQLite runs it on its direct path
+_BEAT = (
+    _runs.update()
+    .where(_runs.c.id == sa.bindparam("run"), _runs.c.status == "running")
+    .values(heartbeat_at=sa.bindparam("beat"))
+)
+
+
+def run_owner() -> str:
+    """This process, as a run's owner: `host:pid`."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def owner_alive(owner: str) -> bool | None:
+    """Whether the process `owner` (`host:pid`) still runs: None when it cannot be told
+    (another host, or an owner in another form); a zombie (killed, not yet reaped by its
+    parent) is gone."""
+    host, _, pid_text = owner.rpartition(":")
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return None
+    pid = int(pid_text)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process, alive
+    except OSError:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            # the state follows the command name in parentheses: Z is a zombie
+            return stat.read().rpartition(b")")[2].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _status(status: str, owner: str | None, heartbeat: datetime | None) -> str:
+    """A stored status as it stands: a `running` run whose process died (its owner gone
+    on this host, or its heartbeat stopped, or a run recorded before runs had owners) is
+    `interrupted`, and `--resume` continues it."""
+    if status != "running":
+        return status
+    if owner is None or heartbeat is None:
+        return "interrupted"
+    if owner == run_owner():
+        return "running"
+    alive = owner_alive(owner)
+    if alive is False:
+        return "interrupted"
+    if alive is None and utcnow() - to_utc(heartbeat) > timedelta(seconds=STALE_AFTER):
+        return "interrupted"
+    return "running"
 
 
 @dataclass(frozen=True)
@@ -93,7 +160,7 @@ def _info(row: sa.Row[tuple[object, ...]]) -> RunInfo:
         rubric_id=mapping["rubric_id"],
         rubric_version=mapping["rubric_version"],
         source=mapping["source"],
-        status=mapping["status"],
+        status=_status(mapping["status"], mapping["owner"], mapping["heartbeat_at"]),
         started_at=to_utc(mapping["started_at"]).isoformat(),
         finished_at=None if finished is None else to_utc(finished).isoformat(),
         options=json.loads(mapping["options"]),
@@ -165,16 +232,15 @@ class RunStore:
     def __init__(self, database: Database) -> None:
         self.database = database
 
-    async def start(self, info: RunInfo) -> RunInfo:
-        """Record a new run as `running`; returns it as stored."""
+    async def start(self, info: RunInfo, *, owner: str | None = None) -> RunInfo:
+        """Record a new run as `running` in process `owner` (default this one); returns
+        it as stored."""
         started = parse_time(info.started_at) if info.started_at else utcnow()
         async with self.database.transaction() as connection:
             existing = (
                 await connection.execute(sa.select(_runs.c.id).where(_runs.c.id == info.id))
             ).first()
             if existing is not None:
-                from rubricflow.errors import StoreError
-
                 raise StoreError(
                     f"run {info.id!r} already exists in {self.database.display_url}; "
                     "continue it with --resume, or give a new run id"
@@ -189,24 +255,49 @@ class RunStore:
                     started_at=started,
                     finished_at=None,
                     options=json.dumps(info.options, ensure_ascii=False, sort_keys=True),
+                    owner=owner or run_owner(),
+                    heartbeat_at=utcnow(),
                 )
             )
         return await self.get(info.id)
 
-    async def resume(self, run_id: str) -> RunInfo:
-        """Mark a stored run `running` again, for `--resume`."""
+    async def resume(self, run_id: str, *, owner: str | None = None) -> RunInfo:
+        """Mark a stored run `running` again in process `owner` (default this one), for
+        `--resume`. A run still running in another live process is refused: two sessions
+        would judge the same targets."""
+        owner = owner or run_owner()
         async with self.database.transaction() as connection:
-            updated = await connection.execute(
+            row = (
+                await connection.execute(
+                    sa.select(_runs.c.status, _runs.c.owner, _runs.c.heartbeat_at).where(
+                        _runs.c.id == run_id
+                    )
+                )
+            ).first()
+            if row is None:
+                raise NotFoundError(
+                    f"no run {run_id!r} in {self.database.display_url}; list runs with "
+                    "`rubricflow runs list`"
+                )
+            if (
+                row.owner not in (None, owner)
+                and _status(row.status, row.owner, row.heartbeat_at) == "running"
+            ):
+                raise StoreError(
+                    f"run {run_id!r} is still running (process {row.owner}, alive within the "
+                    f"last {STALE_AFTER:.0f} s); stop it first, or wait until it ends"
+                )
+            await connection.execute(
                 _runs.update()
                 .where(_runs.c.id == run_id)
-                .values(status="running", finished_at=None)
-            )
-        if updated.rowcount != 1:
-            raise NotFoundError(
-                f"no run {run_id!r} in {self.database.display_url}; list runs with "
-                "`rubricflow runs list`"
+                .values(status="running", finished_at=None, owner=owner, heartbeat_at=utcnow())
             )
         return await self.get(run_id)
+
+    async def beat(self, run_id: str) -> None:
+        """Say the run is still running (its process calls this every HEARTBEAT_SECONDS)."""
+        async with self.database.transaction() as connection:
+            await connection.execute(_BEAT, {"run": run_id, "beat": utcnow()})
 
     async def finish(self, run_id: str, status: str = "finished") -> None:
         """Record how the run ended: `finished` or `interrupted`."""

@@ -123,6 +123,10 @@ class RunRow(SQLModel, table=True):
     started_at: datetime = _when(nullable=False)
     finished_at: datetime | None = _when(nullable=True)
     options: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    #: the process running it (host:pid) and when it last said so: a `running` run whose
+    #: process is gone is reported `interrupted`
+    owner: str | None = Field(default=None, max_length=300)
+    heartbeat_at: datetime | None = _when(nullable=True)
 
 
 class CriterionResultRow(SQLModel, table=True):
