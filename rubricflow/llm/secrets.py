@@ -52,13 +52,14 @@ def _encodings(value: str) -> set[str]:
     JSON-escaped (ASCII or not), and base64."""
     forms = {
         value,
-        urllib.parse.quote(value, safe=""),
-        urllib.parse.quote(value),
-        urllib.parse.quote_plus(value),
+        urllib.parse.quote(value, safe="", errors="surrogatepass"),
+        urllib.parse.quote(value, errors="surrogatepass"),
+        urllib.parse.quote_plus(value, errors="surrogatepass"),
         json.dumps(value)[1:-1],
         json.dumps(value, ensure_ascii=False)[1:-1],
     }
-    encoded = base64.b64encode(value.encode("utf-8")).decode("ascii")
+    # surrogatepass: a lone surrogate cannot go over HTTP anyway, but must not crash this
+    encoded = base64.b64encode(value.encode("utf-8", "surrogatepass")).decode("ascii")
     forms |= {encoded, encoded.rstrip("="), urllib.parse.quote(encoded, safe="")}
     return forms
 

@@ -242,6 +242,9 @@ class ArtifactTransaction:
                 "created_at": now,
                 "updated_at": now,
                 "awaiting_approval": False,
+                # given, not left to the column's default: a Python-side default would
+                # send every insert down SQLAlchemy's slow path (docs/store.md)
+                "failures": 0,
             },
         )
         stored, digest = await self._insert_revision(

@@ -254,9 +254,16 @@ def test_the_scrubber_knows_every_encoding() -> None:
     assert SecretScrubber.of("ab").scrub("a cab") == "a cab"  # too short to be told apart
 
 
+# a lone surrogate cannot be sent over HTTP (it has no UTF-8 form), so no secret holds one
 @given(
-    secret=st.text(st.characters(blacklist_characters="*"), min_size=4, max_size=40),
-    user=st.text(st.characters(blacklist_characters="*:"), max_size=12),
+    secret=st.text(
+        st.characters(blacklist_characters="*", blacklist_categories=("Cs",)),
+        min_size=4,
+        max_size=40,
+    ),
+    user=st.text(
+        st.characters(blacklist_characters="*:", blacklist_categories=("Cs",)), max_size=12
+    ),
     before=st.text(st.characters(blacklist_characters="*"), max_size=20),
     after=st.text(st.characters(blacklist_characters="*"), max_size=20),
 )
