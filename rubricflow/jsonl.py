@@ -1,14 +1,52 @@
 """Reading JSON Lines input: one value per non-blank line, a malformed line reported by
-file, line and column (targets, suite outputs, calibration labels all read this way)."""
+file, line and column (targets, suite outputs, calibration labels all read this way).
+
+`bounded_lines` reads the lines from a binary stream in bounded chunks: a line longer
+than `RUBRICFLOW_MAX_LINE_BYTES` (default 10 MiB) is refused with its number after at
+most that many bytes are read, so memory stays bounded whatever the file holds."""
 
 from __future__ import annotations
 
+import codecs
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import IO, Any
 
-__all__ = ["json_lines"]
+from rubricflow.formats.document import LINE_SETTING, max_line_bytes
+
+__all__ = ["bounded_lines", "json_lines"]
+
+
+def bounded_lines(
+    stream: IO[bytes],
+    name: str,
+    error: Callable[[str], Exception],
+    *,
+    start: int = 1,
+    hint: str = "",
+) -> Iterator[str]:
+    """Each line of binary `stream` decoded as UTF-8 (a leading byte-order mark dropped),
+    blank ones included, so that numbering matches `json_lines`'. A line longer than
+    `max_line_bytes()` raises `error("NAME line N: longer than ...")`; a line that is not
+    UTF-8 raises `UnicodeDecodeError`, which `json_lines` reports with its number."""
+    limit = max_line_bytes()
+    number = start
+    first = True
+    while True:
+        raw = stream.readline(limit + 1)
+        if not raw:
+            return
+        if len(raw) > limit and not (len(raw) == limit + 1 and raw.endswith(b"\n")):
+            raise error(
+                f"{name} line {number}: longer than {limit:,} bytes, the line size cap; "
+                f"split the value, or raise the cap with {LINE_SETTING}{hint}"
+            )
+        if first and raw.startswith(codecs.BOM_UTF8):
+            raw = raw[len(codecs.BOM_UTF8) :]
+        first = False
+        yield raw.decode("utf-8")
+        number += 1
 
 
 def json_lines(

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rubricflow.errors import Problem, RubricflowError, RubricValidationError
-from rubricflow.jsonl import json_lines
+from rubricflow.jsonl import bounded_lines, json_lines
 from rubricflow.model import Criterion, Rubric, parse_rubric
 from rubricflow.results import Target
 
@@ -36,8 +36,6 @@ __all__ = [
     "read_outputs",
     "suite_targets",
 ]
-
-MAX_SUITE_BYTES = 512 * 1024 * 1024
 
 
 class SuiteError(RubricflowError):
@@ -103,22 +101,21 @@ def is_suite_document(document: Any) -> bool:
 
 
 def _read(path: Path) -> Any:
-    from rubricflow.formats.document import parse_text
+    """The suite document: a regular file within `RUBRICFLOW_MAX_INPUT_BYTES`."""
+    from rubricflow.formats.document import parse_text, read_regular_file
 
     source = str(path)
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         raise SuiteError(f"{source}: no such suite file; check the path")
-    if path.stat().st_size > MAX_SUITE_BYTES:
-        raise SuiteError(
-            f"{source}: larger than {MAX_SUITE_BYTES // 2**20} MB; split it, or give the "
-            "targets as JSONL (streamed)"
-        )
+    raw = read_regular_file(
+        path,
+        lambda reason: SuiteError(f"{source}: {reason}"),
+        what="suite file (.yaml or .json; give many targets as JSONL, streamed)",
+    )
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise SuiteError(f"{source}: not UTF-8 text; save it as UTF-8") from None
-    except OSError as error:
-        raise SuiteError(f"{source}: cannot read: {error.strerror or error}") from None
     try:
         return parse_text(text, source, suffix=path.suffix)
     except RubricflowError as error:
@@ -323,13 +320,20 @@ def _agentv(
 
 def read_outputs(path: str | Path) -> dict[str, Any]:
     """An outputs file: JSONL lines `{"id": case id, "output": ...}`."""
+    from rubricflow.formats.document import open_regular_file
+
     file = Path(path)
-    if not file.is_file():
+    if not file.exists() and not file.is_symlink():
         raise SuiteError(f"{file}: no such outputs file; check the path")
     outputs: dict[str, Any] = {}
+
+    def refuse(reason: str) -> SuiteError:
+        return SuiteError(f"{file}: {reason}")
+
     try:
-        with file.open(encoding="utf-8-sig") as stream:
-            for number, value in json_lines(stream, str(file), SuiteError):
+        with open_regular_file(file, refuse, what="JSONL outputs file") as stream:
+            lines = bounded_lines(stream, str(file), SuiteError)
+            for number, value in json_lines(lines, str(file), SuiteError):
                 if not isinstance(value, dict) or "id" not in value or "output" not in value:
                     raise SuiteError(
                         f"{file} line {number}: an outputs line is an object with `id` (the "

@@ -1,6 +1,9 @@
 """Read targets to evaluate: one object in a JSON/YAML file, a JSONL stream, or stdin.
 
-JSONL is read line by line, so a file of a million targets is never held in memory.
+JSONL is read line by line, so a file of a million targets is never held in memory; a
+line longer than `RUBRICFLOW_MAX_LINE_BYTES` is refused with its number, and a JSON/YAML
+document (a file or stdin) larger than `RUBRICFLOW_MAX_INPUT_BYTES`. A target file must be
+a regular file (a named pipe or a device is refused; stdin may be a pipe).
 Every problem is a `TargetInputError` naming the file and line.
 """
 
@@ -9,15 +12,22 @@ from __future__ import annotations
 import io
 import json
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 from pydantic import ValidationError
 
 from rubricflow.errors import ConfigurationError, RubricflowError
-from rubricflow.formats.document import lone_surrogate, parse_text
-from rubricflow.jsonl import json_lines
+from rubricflow.formats.document import (
+    INPUT_SETTING,
+    lone_surrogate,
+    max_input_bytes,
+    open_regular_file,
+    parse_text,
+    read_capped,
+)
+from rubricflow.jsonl import bounded_lines, json_lines
 from rubricflow.results import Target
 
 __all__ = ["TargetInputError", "as_target", "read_targets"]
@@ -79,20 +89,12 @@ def _target(value: Any, where: str) -> Target:
         raise TargetInputError(f"{where}: {error}") from None
 
 
-def _jsonl(
-    stream: IO[str], name: str, first: str | None = None, start: int = 1
-) -> Iterator[Target]:
-    lines = stream if first is None else _prepend(first, stream)
-    for number, value in json_lines(lines, name, TargetInputError, start=start):
+def _jsonl(lines: Iterator[str], name: str) -> Iterator[Target]:
+    for number, value in json_lines(lines, name, TargetInputError):
         target = _target(value, f"{name} line {number}")
         if target.id is None:
             target = target.model_copy(update={"id": f"line-{number}"})
         yield target
-
-
-def _prepend(first: str, rest: IO[str]) -> Iterator[str]:
-    yield first
-    yield from rest
 
 
 def read_targets(source: str | Path) -> Iterator[Target]:
@@ -103,20 +105,23 @@ def read_targets(source: str | Path) -> Iterator[Target]:
         return
     path = Path(source)
     name = str(source)
-    if not path.is_file():
-        raise TargetInputError(f"{name}: no such file; check the path")
-    if path.suffix.lower() in (".jsonl", ".ndjson"):
-        try:
-            with path.open(encoding="utf-8") as stream:
-                yield from _jsonl(stream, name)
-        except UnicodeDecodeError:
-            raise TargetInputError(f"{name}: not UTF-8 text; save it as UTF-8") from None
-        return
+
+    def refuse(reason: str) -> TargetInputError:
+        return TargetInputError(f"{name}: {reason}")
+
+    with open_regular_file(path, refuse, what="target file (.jsonl, .json or .yaml)") as stream:
+        if path.suffix.lower() in (".jsonl", ".ndjson"):
+            yield from _jsonl(bounded_lines(stream, name, TargetInputError), name)
+            return
+        raw = read_capped(stream, refuse, what="the file")
+    yield from _document(_utf8(raw, name), name, path.suffix)
+
+
+def _utf8(raw: bytes, name: str) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise TargetInputError(f"{name}: cannot read: {error}") from None
-    yield from _document(text, name, path.suffix)
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise TargetInputError(f"{name}: not UTF-8 text; save it as UTF-8") from None
 
 
 def _document(text: str, name: str, suffix: str) -> Iterator[Target]:
@@ -128,30 +133,74 @@ def _document(text: str, name: str, suffix: str) -> Iterator[Target]:
 
 
 def _stdin() -> Iterator[Target]:
-    try:
-        yield from _stdin_targets()
-    except UnicodeDecodeError:
-        raise TargetInputError("stdin: not UTF-8 text; send UTF-8") from None
-
-
-def _stdin_targets() -> Iterator[Target]:
-    stream = (
-        io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
-        if hasattr(sys.stdin, "buffer")
-        else sys.stdin
+    """JSONL or one JSON/YAML document from stdin, told apart by the first non-blank
+    line; read in bounded pieces like a file (stdin may be a pipe of any length)."""
+    stream: IO[bytes] = (
+        sys.stdin.buffer if hasattr(sys.stdin, "buffer") else io.BufferedReader(_Encoded(sys.stdin))
     )
-    first = ""
-    skipped = 0
-    for line in stream:
-        if line.strip():
-            first = line
+    lines = bounded_lines(stream, "stdin", TargetInputError)
+    read: list[str] = []
+    while not read or not read[-1].strip():
+        try:
+            read.append(next(lines))
+        except StopIteration:
             break
-        skipped += 1
-    if not first:
+        except UnicodeDecodeError:
+            raise TargetInputError(
+                f"stdin line {len(read) + 1}: not UTF-8 text; send UTF-8"
+            ) from None
+    if not read or not read[-1].strip():
         raise TargetInputError("stdin: no target given")
     try:
-        json.loads(first)
+        json.loads(read[-1])
     except json.JSONDecodeError:
-        yield from _document(first + stream.read(), "stdin", "")
+        head = "".join(read).encode("utf-8")
+
+        def refuse(reason: str) -> TargetInputError:
+            return TargetInputError(f"stdin: {reason}")
+
+        rest = _capped_rest(stream, refuse, len(head))
+        yield from _document(_utf8(head + rest, "stdin"), "stdin", "")
         return
-    yield from _jsonl(stream, "stdin", first, start=skipped + 1)
+    except (RecursionError, ValueError):
+        pass  # json_lines reports it with its line number
+    yield from _jsonl(_chain(read, lines), "stdin")
+
+
+def _capped_rest(stream: IO[bytes], refuse: Callable[[str], TargetInputError], used: int) -> bytes:
+    """The rest of a document on stdin whose first `used` bytes are read, within the cap."""
+    limit = max_input_bytes() - used
+    rest = stream.read(limit + 1) if limit >= 0 else b"x"
+    if len(rest) > limit:
+        raise refuse(
+            f"the document is larger than {max_input_bytes():,} bytes, the input size cap; "
+            f"send JSONL (one target a line, streamed), or raise the cap with {INPUT_SETTING}"
+        )
+    return rest
+
+
+def _chain(first: list[str], rest: Iterator[str]) -> Iterator[str]:
+    yield from first
+    yield from rest
+
+
+class _Encoded(io.RawIOBase):
+    """A text stream (stdin replaced by a test harness) seen as UTF-8 bytes."""
+
+    def __init__(self, text: IO[str]) -> None:
+        self._text = text
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._pending:
+            chunk = self._text.read(65536)
+            if not chunk:
+                return 0
+            self._pending = chunk.encode("utf-8")
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size

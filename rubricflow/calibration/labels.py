@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rubricflow.errors import ConfigurationError, RubricflowError
-from rubricflow.jsonl import json_lines
+from rubricflow.formats.document import open_regular_file
+from rubricflow.jsonl import bounded_lines, json_lines
 from rubricflow.model import Criterion, Rubric
 from rubricflow.results import Target
 from rubricflow.targets import as_target
@@ -187,11 +188,14 @@ def parse_examples(
 
 
 def _lines(path: Path, name: str) -> Iterator[str]:
+    """The lines of a labels file: a regular file, each line within the line size cap."""
+
+    def refuse(reason: str) -> CalibrationError:
+        return CalibrationError(f"{name}: {reason}")
+
     try:
-        with path.open(encoding="utf-8") as stream:
-            yield from stream
-    except UnicodeDecodeError:
-        raise CalibrationError(f"{name}: not UTF-8 text; save it as UTF-8") from None
+        with open_regular_file(path, refuse, what="JSONL labels file") as stream:
+            yield from bounded_lines(stream, name, CalibrationError)
     except OSError as error:
         raise CalibrationError(f"{name}: cannot read: {error.strerror or error}") from None
 
@@ -201,7 +205,7 @@ def read_labels(source: str | Path, rubric: Rubric) -> list[LabelledExample]:
     skipped), checked against `rubric`. An example without an id gets `line-N`."""
     path = Path(source)
     name = str(source)
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         raise CalibrationError(f"{name}: no such file; check the path")
     scales = {criterion.id: label_scale(criterion) for criterion in rubric.criteria}
     examples: list[LabelledExample] = []

@@ -174,11 +174,11 @@ def _suite_document(path: Path) -> Any:
     None; `load_suite` takes it, so the file is read once."""
     if not path.is_file() or path.suffix.lower() not in (".yaml", ".yml", ".json"):
         return None
-    from rubricflow.formats.document import parse_text
+    from rubricflow.formats.document import parse_text, read_regular_file
     from rubricflow.suites import is_suite_document
 
-    try:
-        text = path.read_text(encoding="utf-8-sig")
+    try:  # within the input size cap (a larger file is refused when read as a target)
+        text = read_regular_file(path, ValueError).decode("utf-8-sig")
         document = parse_text(text, str(path), suffix=path.suffix)
     except Exception:
         return None  # reading it as a target reports the problem
@@ -207,6 +207,8 @@ def _not_a_suite(path: Path) -> str:
 
 def _count_lines(path: Path) -> int | None:
     """How many targets a JSONL file holds (non-blank lines), for the progress bar."""
+    if not path.is_file():  # a named pipe would block here; reading it refuses it
+        return None
     try:
         with path.open("rb") as stream:
             return sum(1 for line in stream if line.strip())

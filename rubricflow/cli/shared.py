@@ -170,13 +170,19 @@ def actor_default() -> str:
 
 def read_content(path: Path) -> Any:
     """Content from a file (an artifact's, or a JSON Schema): JSON or YAML documents are
-    parsed, other text is taken as is. A file that cannot be read exits 2."""
-    from rubricflow.formats.document import parse_text
+    parsed, other text is taken as is. A file that cannot be read, is not a regular file
+    (a named pipe, a device) or is larger than `RUBRICFLOW_MAX_INPUT_BYTES` exits 2."""
+    from rubricflow.formats.document import parse_text, read_regular_file
+
+    def refuse(reason: str) -> RubricflowError:
+        return RubricflowError(f"{path}: {reason}")
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        fail(f"{path}: cannot read: {error}")
+        text = read_regular_file(path, refuse, what="content file").decode("utf-8")
+    except RubricflowError as error:
+        fail(str(error))
+    except UnicodeDecodeError:
+        fail(f"{path}: cannot read: not UTF-8 text; save it as UTF-8")
     if path.suffix.lower() in (".json", ".yaml", ".yml"):
         try:
             return parse_text(text, str(path), suffix=path.suffix)

@@ -4,27 +4,48 @@ from __future__ import annotations
 
 import codecs
 import errno
+import gc
 import json
 import os
 import stat
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Literal, get_args
 
 import yaml
 
-from rubricflow.errors import RubricLoadError
+from rubricflow.errors import ConfigurationError, RubricLoadError
 
 __all__ = [
+    "INPUT_SETTING",
+    "LINE_SETTING",
     "MAX_BYTES",
     "MAX_DEPTH",
+    "MAX_LINE_BYTES",
     "MAX_VALUES",
+    "SchemaRefPolicy",
     "lone_surrogate",
+    "max_input_bytes",
+    "max_line_bytes",
+    "open_regular_file",
     "parse_text",
+    "read_capped",
     "read_document",
+    "read_regular_file",
+    "schema_ref_policy",
+    "using_schema_ref_policy",
 ]
 
 MAX_BYTES = 10 * 1024 * 1024
-"""Largest file `read_document` reads; a rubric file is a few kilobytes."""
+"""Default of the largest file read whole (a rubric, a schema, artifact content, a target
+document); `RUBRICFLOW_MAX_INPUT_BYTES` overrides it. A rubric file is a few kilobytes."""
+MAX_LINE_BYTES = 10 * 1024 * 1024
+"""Default of the longest JSONL line read (targets, suite outputs, labels);
+`RUBRICFLOW_MAX_LINE_BYTES` overrides it. The file itself is streamed, of any length."""
+INPUT_SETTING = "RUBRICFLOW_MAX_INPUT_BYTES"
+LINE_SETTING = "RUBRICFLOW_MAX_LINE_BYTES"
 MAX_DEPTH = 100
 """Deepest nesting of mappings and lists accepted; a rubric nests a handful of levels."""
 MAX_VALUES = 1_000_000
@@ -122,7 +143,26 @@ def _expanded_size(root: yaml.Node, source: str) -> int:
     return sizes[id(root)]
 
 
+@contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a document is built: a large document is
+    hundreds of thousands of live nodes, which each collection would walk again, making
+    the parse superlinear (about 15x the time for 10x the text; 10x with the pause)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _load_yaml(text: str, source: str) -> Any:
+    with _no_cyclic_gc():
+        return _load_yaml_nodes(text, source)
+
+
+def _load_yaml_nodes(text: str, source: str) -> Any:
     loader = _PlainLoader(text)
     try:
         node = loader.get_single_node()
@@ -357,29 +397,154 @@ def _locate_duplicate_json_key(text: str, source: str) -> RubricLoadError | None
     return None
 
 
+# --- bounded reading of any input file ----------------------------------------------------
+_UNITS = {"": 1, "k": 1024, "kb": 1024, "m": 1024**2, "mb": 1024**2, "g": 1024**3, "gb": 1024**3}
+
+
+def _setting(name: str, default: int) -> int:
+    """A byte count from environment variable `name` (read at use: `10485760`, `64k`,
+    `10MB`, `1g`), else `default`; a value that is not one is a `ConfigurationError`."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    number = raw.rstrip("bBkKmMgG ")
+    unit = raw[len(number) :].strip().lower()
+    if number.isdigit() and unit in _UNITS and int(number) > 0:
+        return int(number) * _UNITS[unit]
+    raise ConfigurationError(
+        f"{name}={raw!r} is not a size; give a positive number of bytes, e.g. 10485760, "
+        "64k, 10MB or 1g"
+    )
+
+
+def max_input_bytes() -> int:
+    """The largest file read whole: `RUBRICFLOW_MAX_INPUT_BYTES`, default 10 MiB."""
+    return _setting(INPUT_SETTING, MAX_BYTES)
+
+
+def max_line_bytes() -> int:
+    """The longest JSONL line read: `RUBRICFLOW_MAX_LINE_BYTES`, default 10 MiB."""
+    return _setting(LINE_SETTING, MAX_LINE_BYTES)
+
+
+def _shown_size(size: int) -> str:
+    for unit, factor in (("GB", 1024**3), ("MB", 1024**2), ("KB", 1024)):
+        if size >= factor and size % factor == 0:
+            return f"{size // factor} {unit}"
+    return f"{size:,} bytes"
+
+
+def _kind(mode: int) -> str | None:
+    """What a non-regular file is, for a message; None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a special file"
+
+
+def open_regular_file(
+    path: str | Path, error: Callable[[str], Exception], *, what: str = "file"
+) -> BinaryIO:
+    """Open `path` for reading in binary, refusing anything but a regular file.
+
+    The file's type is checked before it is opened (and again on the open file), so a
+    named pipe or `/dev/zero` can neither hang the reader nor fill memory. `error(reason)`
+    builds the exception raised (the caller names the file); `what` says what was expected.
+    """
+    file = Path(path)
+    source = str(path)
+    try:
+        mode = _stat(file, source).st_mode
+    except RubricLoadError as failure:
+        raise error(failure.detail) from None
+    kind = _kind(mode)
+    if kind is None:
+        try:
+            stream = file.open("rb")
+        except OSError as failure:
+            raise error(_cannot_read(failure)) from None
+        except ValueError as failure:  # a NUL byte in the path
+            raise error(f"cannot read file: {failure}") from None
+        kind = _kind(os.fstat(stream.fileno()).st_mode)  # swapped since the stat?
+        if kind is None:
+            return stream
+        stream.close()
+    if kind == "a directory":
+        raise error(f"is a directory; name a {what}")
+    raise error(f"is {kind}, not a file; name a {what}")
+
+
+def read_capped(
+    stream: BinaryIO, error: Callable[[str], Exception], *, what: str = "file"
+) -> bytes:
+    """At most the input cap's bytes of `stream` (a file, stdin); more is `error(reason)`."""
+    limit = max_input_bytes()
+    try:
+        raw = stream.read(limit + 1)
+    except OSError as failure:
+        raise error(_cannot_read(failure)) from None
+    if len(raw) > limit:
+        raise error(
+            f"{what} is larger than {_shown_size(limit)}, the input size cap; check that "
+            f"this is the right file, or raise the cap with {INPUT_SETTING}"
+        )
+    return raw
+
+
+def read_regular_file(
+    path: str | Path, error: Callable[[str], Exception], *, what: str = "file"
+) -> bytes:
+    """The bytes of regular file `path`, at most `max_input_bytes()` of them; a FIFO, a
+    device, a directory, a missing file or a larger file is `error(reason)`."""
+    with open_regular_file(path, error, what=what) as stream:
+        return read_capped(stream, error, what="the file")
+
+
+# --- what a rubric's file references (scoring.schema_ref) may read ------------------------
+SchemaRefPolicy = Literal["inside", "anywhere", "refuse"]
+"""Where a rubric's `schema_ref` may point: `inside` the rubric file's own folder (the
+default; a rubric given as text or a document has no folder, so none is read), `anywhere`
+the caller's process can read, or nowhere (`refuse`: rubrics from the network)."""
+
+_POLICY: ContextVar[SchemaRefPolicy] = ContextVar("schema_ref_policy", default="inside")
+
+
+def schema_ref_policy() -> SchemaRefPolicy:
+    """The policy of the load in progress (set by the loader around a format's `load`)."""
+    return _POLICY.get()
+
+
+@contextmanager
+def using_schema_ref_policy(policy: SchemaRefPolicy) -> Iterator[None]:
+    """Run a format's `load` under `policy`: the loader's `schema_refs=` parameter reaches
+    every importer (native, dataknobs) without widening the format plugin interface."""
+    if policy not in get_args(SchemaRefPolicy):
+        raise ConfigurationError(
+            f"schema_refs={policy!r}; use one of {', '.join(get_args(SchemaRefPolicy))}"
+        )
+    token = _POLICY.set(policy)
+    try:
+        yield
+    finally:
+        _POLICY.reset(token)
+
+
 def read_document(path: str | Path) -> Any:
     """Read and parse a rubric file; every failure is a `RubricLoadError` naming the file."""
     file = Path(path)
     source = str(path)
-    mode = _stat(file, source).st_mode
-    if stat.S_ISDIR(mode):
-        raise RubricLoadError("is a directory; name a rubric file (.yaml, .yml or .json)", source)
-    if stat.S_ISSOCK(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        kind = "a socket" if stat.S_ISSOCK(mode) else "a device"
-        raise RubricLoadError(
-            f"is {kind}, not a file; name a rubric file (.yaml, .yml or .json)", source
-        )
-    try:
-        with file.open("rb") as stream:
-            raw = stream.read(MAX_BYTES + 1)
-    except OSError as error:
-        raise RubricLoadError(_cannot_read(error), source) from None
-    if len(raw) > MAX_BYTES:
-        raise RubricLoadError(
-            f"file is larger than {MAX_BYTES // (1024 * 1024)} MB; a rubric file is a few "
-            "kilobytes, so check that this is the right file",
-            source,
-        )
+    raw = read_regular_file(
+        file,
+        lambda reason: RubricLoadError(reason, source),
+        what="rubric file (.yaml, .yml or .json)",
+    )
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:

@@ -23,12 +23,18 @@ from rubricflow.errors import (
     RubricValidationError,
 )
 from rubricflow.formats.base import RubricFormat
-from rubricflow.formats.document import parse_text, read_document
+from rubricflow.formats.document import (
+    SchemaRefPolicy,
+    parse_text,
+    read_document,
+    using_schema_ref_policy,
+)
 from rubricflow.model import Rubric
 
 __all__ = [
     "FormatRegistry",
     "LoadedFile",
+    "SchemaRefPolicy",
     "detect_format",
     "load_document",
     "load_file",
@@ -115,14 +121,22 @@ def load_document(
     source: str | None = None,
     base_dir: Path | None = None,
     plugins: FormatRegistry | None = None,
+    schema_refs: SchemaRefPolicy = "inside",
 ) -> LoadedFile:
-    """Load rubrics from an already parsed document (a dict or list)."""
+    """Load rubrics from an already parsed document (a dict or list).
+
+    `schema_refs` says which files a criterion's `schema_ref` may read: `inside` (the
+    default) only files inside `base_dir`, the rubric file's folder (with no `base_dir`,
+    none); `anywhere` any path, relative ones from `base_dir` or the working directory;
+    `refuse` none (for rubrics that come from the network).
+    """
     fmt = (
         _format_named(format, plugins, source)
         if format
         else detect_format(document, plugins=plugins, source=source)
     )
-    result = fmt.load(document, source=source, base_dir=base_dir)
+    with using_schema_ref_policy(schema_refs):
+        result = fmt.load(document, source=source, base_dir=base_dir)
     if not result.rubrics:
         raise RubricLoadError(f"holds no rubric in the {fmt.name} format", source)
     seen: set[tuple[str, str]] = set()
@@ -144,12 +158,18 @@ def load_document(
 
 
 def load_file(
-    path: str | Path, *, format: str | None = None, plugins: FormatRegistry | None = None
+    path: str | Path,
+    *,
+    format: str | None = None,
+    plugins: FormatRegistry | None = None,
+    schema_refs: SchemaRefPolicy = "inside",
 ) -> LoadedFile:
     """Read a rubric file and load every rubric it holds.
 
     Raises `RubricLoadError` (unreadable, malformed, no matching format) or
     `RubricValidationError` (the document breaks the rules), each naming the file.
+    A `schema_ref` is read from inside the file's folder unless `schema_refs` says
+    otherwise (see `load_document`).
     """
     document = read_document(path)
     return load_document(
@@ -158,6 +178,7 @@ def load_file(
         source=str(path),
         base_dir=Path(path).resolve().parent,
         plugins=plugins,
+        schema_refs=schema_refs,
     )
 
 
@@ -167,18 +188,24 @@ def load_text(
     format: str | None = None,
     source: str = "<text>",
     plugins: FormatRegistry | None = None,
+    schema_refs: SchemaRefPolicy = "inside",
 ) -> LoadedFile:
     """Load rubrics from YAML or JSON text.
 
     Text is read as JSON when `source` ends in `.json`, or when it starts like JSON and
     parses as JSON; otherwise as YAML. (A YAML 1.1 reader would take JSON's `1e-06` for
-    text, not a number.)
+    text, not a number.) Text has no folder, so a `schema_ref` in it reads no file unless
+    `schema_refs="anywhere"` (then relative to the working directory).
     """
     suffix = Path(source).suffix.lower()
     if suffix not in (".json", ".yaml", ".yml"):
         suffix = ".json" if _looks_like_json(text) else ""
     return load_document(
-        parse_text(text, source, suffix=suffix), format=format, source=source, plugins=plugins
+        parse_text(text, source, suffix=suffix),
+        format=format,
+        source=source,
+        plugins=plugins,
+        schema_refs=schema_refs,
     )
 
 
@@ -193,10 +220,14 @@ def _looks_like_json(text: str) -> bool:
 
 
 def load_rubric(
-    path: str | Path, *, format: str | None = None, plugins: FormatRegistry | None = None
+    path: str | Path,
+    *,
+    format: str | None = None,
+    plugins: FormatRegistry | None = None,
+    schema_refs: SchemaRefPolicy = "inside",
 ) -> Rubric:
     """Load the single rubric a file holds (an error if it holds several)."""
-    loaded = load_file(path, format=format, plugins=plugins)
+    loaded = load_file(path, format=format, plugins=plugins, schema_refs=schema_refs)
     if len(loaded.rubrics) != 1:
         ids = ", ".join(rubric.id for rubric in loaded.rubrics)
         raise RubricLoadError(

@@ -1,7 +1,8 @@
 """The native rubricflow format: a YAML/JSON document that maps one-to-one onto `Rubric`.
 
 A document is one rubric, or `{rubrics: [...]}` holding several. A criterion's
-`scoring.schema_ref` is read relative to the rubric file and inlined as `scoring.schema`.
+`scoring.schema_ref` is read relative to the rubric file (inside its folder, unless the
+loader's `schema_refs=` allows more) and inlined as `scoring.schema`.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from typing import Any
 
 import yaml
 
-from rubricflow.errors import Problem, RubricValidationError
+from rubricflow.errors import Problem, RubricLoadError, RubricValidationError
 from rubricflow.formats.base import ImportResult
+from rubricflow.formats.document import parse_text, read_regular_file, schema_ref_policy
 from rubricflow.model import Rubric, parse_rubric
 
 __all__ = [
@@ -154,31 +156,81 @@ def _inline_schema_refs(
 
 
 def read_schema_ref(ref: str, base_dir: Path | None) -> Any:
-    """Read a JSON Schema file named relative to the rubric file's folder."""
-    path = Path(ref)
-    if not path.is_absolute():
-        path = (base_dir or Path.cwd()) / path
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"schema file {str(path)!r} is not UTF-8 text") from None
-    except ValueError as error:  # e.g. a NUL byte in the path
-        raise ValueError(f"cannot read schema file {ref!r}: {error}") from None
-    except OSError as error:
+    """Read the JSON Schema file `ref` names, relative to the rubric file's folder.
+
+    Under the load's `SchemaRefPolicy` (the loader's `schema_refs=`): by default the file
+    must resolve inside `base_dir` (absolute paths, `../` and links leading out are
+    refused, and a rubric with no folder reads nothing); `refuse` reads no file at all.
+    The file passes the rubric file's guards (regular file, size cap, nesting and alias
+    budgets), and a parse error gives its position only: the referenced file may be one
+    the rubric's author cannot otherwise read, so its lines are never quoted back.
+    Every failure is a `ValueError` with the message for the problem list.
+    """
+    policy = schema_ref_policy()
+    if policy == "refuse":
         raise ValueError(
-            f"cannot read schema file {str(path)!r}: {error.strerror or error}; "
-            "schema_ref is a path relative to the rubric file"
-        ) from None
+            "schema_ref is not allowed here (a rubric from this source may not read files); "
+            "inline the JSON Schema as `schema` instead"
+        )
+    if "\0" in ref:
+        raise ValueError(f"cannot read schema file {ref!r}: the path holds a NUL character")
+    path = Path(ref)
+    if policy == "inside":
+        if base_dir is None:
+            raise ValueError(
+                "schema_ref names a file, but this rubric was not read from a file, so there "
+                "is no folder to read it from; inline the JSON Schema as `schema` instead"
+            )
+        root = base_dir.resolve()
+        resolved = (root / path).resolve()
+        if not resolved.is_relative_to(root):
+            raise ValueError(
+                f"schema_ref {ref!r} points outside the rubric file's folder; put the schema "
+                "file next to the rubric (or in a folder below it), or load with "
+                "schema_refs='anywhere' to allow it"
+            )
+        path = resolved
+    elif not path.is_absolute():
+        path = (base_dir or Path.cwd()) / path
+    shown = str(path)
+    raw = read_regular_file(
+        path,
+        lambda reason: ValueError(
+            f"cannot read schema file {shown!r}: {reason} (schema_ref is a path relative "
+            "to the rubric file)"
+        ),
+        what="JSON Schema file (.json, .yaml or .yml)",
+    )
     try:
-        schema = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError, ValueError, RecursionError) as error:
-        raise ValueError(f"schema file {str(path)!r} is not valid JSON/YAML: {error}") from None
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ValueError(f"schema file {shown!r} is not UTF-8 text") from None
+    try:
+        schema = parse_text(text, shown, suffix=path.suffix)
+    except RubricLoadError as error:
+        raise ValueError(
+            f"schema file {shown!r} is not valid JSON/YAML: {_unquoted(error.detail)}"
+        ) from None
     if not isinstance(schema, Mapping):
         raise ValueError(
-            f"schema file {str(path)!r} does not hold a JSON Schema object (a mapping); "
+            f"schema file {shown!r} does not hold a JSON Schema object (a mapping); "
             "point schema_ref at a JSON Schema file"
         )
     return schema
+
+
+_POSITION = re.compile(r"\bline (\d+), column (\d+)")
+
+
+def _unquoted(detail: str) -> str:
+    """A parse error of a referenced file without any of the file's text: syntax errors
+    keep their position only (PyYAML and JSON messages may quote keys, tags or lines)."""
+    if not detail.startswith("malformed"):
+        return detail  # the nesting, alias and surrogate messages quote nothing
+    kind = "JSON" if detail.startswith("malformed JSON") else "YAML"
+    position = _POSITION.search(detail)
+    where = f" at line {position[1]}, column {position[2]}" if position else ""
+    return f"malformed {kind}{where}; fix the schema file (its text is not shown)"
 
 
 def dump_rubric(rubric: Rubric, fmt: str = "yaml") -> str:
