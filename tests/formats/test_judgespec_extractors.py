@@ -387,7 +387,8 @@ def test_fill_is_one_pass_and_inserts_values_literally(
     # a template that is only a placeholder gives the value back untouched, `${...}` and all
     for name in NAMES:
         assert fill_placeholders("${" + name + "}", values) == values[name]
-    assert set(placeholders(template)) <= set(NAMES)
+    for name in set(placeholders(template)) - set(NAMES):
+        assert "${" + name + "}" in filled  # a name the values lack is left as written
 
 
 @settings(max_examples=100, deadline=None)
