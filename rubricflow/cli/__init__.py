@@ -119,10 +119,14 @@ class _ClosedPipeSafe:
     (`rubricflow ... | head -2`), the rest goes to /dev/null, so the command still ends
     with the exit code its outcome decides rather than click's 1 for a broken pipe."""
 
+    #: whether the reader has gone: a command that streams (`eval`) stops working then
+    reader_gone = False
+
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
 
     def _divert(self) -> None:
+        self.reader_gone = True
         devnull = os.open(os.devnull, os.O_WRONLY)
         try:
             os.dup2(devnull, self._stream.fileno())

@@ -470,6 +470,10 @@ def eval_command(
             sys.stdout.flush()
         else:
             _print_evaluation(evaluation, rubric)
+        if getattr(sys.stdout, "reader_gone", False):
+            # `eval ... | head -60`: nobody reads on, so stop judging (and paying for)
+            # the rest; the run is written as interrupted, to resume
+            raise BrokenPipeError
 
     async def run() -> None:
         from rubricflow.store import Store
