@@ -2,6 +2,7 @@
 
     python worker_proc.py --db URL [--once] [--concurrency N] [--lease S] [--poll S]
         [--name NAME] [--barrier DIR --parties N] [--marker DIR] [--slow-factor F]
+        [--grace S] [--max-failures N] [--retry-delay S]
 
 It registers the tests' check plugin (`review.checks_plugin.ReviewChecks`, so rubrics can
 use `score_field` and the slow check), waits at the barrier until every party is ready,
@@ -43,7 +44,12 @@ async def main(options: argparse.Namespace) -> dict[str, object]:
     )
     store = await Store.open(options.db)
     try:
-        registry = ArtifactRegistry(store, plugins=plugins, lease_seconds=options.lease)
+        registry = ArtifactRegistry(
+            store,
+            plugins=plugins,
+            lease_seconds=options.lease,
+            retry_delay_seconds=options.retry_delay,
+        )
         worker = Worker(
             registry,
             concurrency=options.concurrency,
@@ -84,6 +90,8 @@ if __name__ == "__main__":
     parser.add_argument("--slow-factor", type=float, default=1.0)
     parser.add_argument("--grace", type=float, default=30.0)
     parser.add_argument("--max-failures", type=int, default=None)
+    # the wait before a failed review is tried again (doubling with each failure)
+    parser.add_argument("--retry-delay", type=float, default=30.0)
     arguments = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     print(json.dumps(asyncio.run(main(arguments))), flush=True)

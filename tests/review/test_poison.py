@@ -1,0 +1,122 @@
+"""The worker poison test (issue 16): two worker processes, one poison rubric and 20 good
+artifacts. The poison (a `matches_regex` whose backreference RE2 refuses, so it runs on
+`regex` past its time limit) fails its review max-failures times and is dead-lettered,
+never looping through leases; every good artifact is approved all the same; SIGTERM stops
+both workers within their grace period, handing back the review that would outlive it."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from rubricflow.plugins import create_plugin_manager
+from rubricflow.review import ArtifactRegistry
+from rubricflow.store import Store
+
+from .checks_plugin import ReviewChecks
+from .conftest import PYTHON, WORKER_SCRIPT, check, define, make_rubric, subprocess_env
+from .test_workers import finish, wait_for
+
+GOOD = 20
+GRACE = 1.0
+MAX_FAILURES = 3
+# exponential on `regex` (a backreference, so RE2 refuses it), linear in nothing
+POISON_PATTERN = r"^(a|a)+\1$"
+POISON_CONTENT = "a" * 40 + "b"
+
+
+def spawn(url: str, name: str, barrier: Path, markers: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            *(PYTHON, str(WORKER_SCRIPT), "--db", url, "--name", name),
+            *("--concurrency", "2", "--lease", "30", "--poll", "0.05"),
+            *("--grace", str(GRACE), "--max-failures", str(MAX_FAILURES)),
+            *("--retry-delay", "0.1"),  # the poison is tried again at once
+            *("--barrier", str(barrier), "--parties", "3", "--marker", str(markers)),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=subprocess_env(RUBRICFLOW_REGEX_TIMEOUT="0.2"),
+    )
+
+
+async def test_two_workers_dead_letter_the_poison_approve_the_rest_and_stop_on_sigterm(
+    db_url: str, tmp_path: Path
+) -> None:
+    barrier, markers = tmp_path / "barrier", tmp_path / "markers"
+    barrier.mkdir()
+    markers.mkdir()
+    workers = [spawn(db_url, f"w{n}", barrier, markers) for n in range(2)]
+    store = await Store.open(db_url)
+    try:
+        registry = ArtifactRegistry(
+            store, plugins=create_plugin_manager(plugins=[ReviewChecks()], load_entry_points=False)
+        )
+        poison = make_rubric("poison", check("shape", "matches_regex", pattern=POISON_PATTERN))
+        await define(registry, "code", poison)
+        await define(registry, "reply", make_rubric("filled"))
+        # a review that outlives the grace period: in flight when SIGTERM comes
+        await define(
+            registry, "essay", make_rubric("slow", check("s", "slow_non_empty", seconds=60))
+        )
+        bad = await registry.create("code", POISON_CONTENT, actor="bot")
+        await registry.submit_for_review(bad.id, actor="bot", defer=True)
+        good = []
+        for n in range(GOOD):
+            created = await registry.create("reply", f"a good reply {n}", actor="bot")
+            await registry.submit_for_review(created.id, actor="bot", defer=True)
+            good.append(created.id)
+        slow = await registry.create("essay", "a long essay", actor="bot")
+        await registry.submit_for_review(slow.id, actor="bot", defer=True)
+        (barrier / "queue.ready").touch()
+
+        seen: dict[str, Any] = {}
+
+        async def settled() -> bool:
+            statuses = [(await registry.get(a)).status for a in [*good, bad.id]]
+            started = (markers / f"{slow.id}.started").exists()
+            seen.update(statuses=statuses, slow_started=started)
+            return started and statuses == ["approved"] * GOOD + ["dead_lettered"]
+
+        try:
+            await wait_for(settled, 60, "20 approvals, the poison dead-lettered, the slow review")
+        except AssertionError as error:
+            raise AssertionError(f"{error}: {seen}") from None
+        poisoned = await registry.get(bad.id)
+        assert poisoned.failures == MAX_FAILURES
+        assert "dead-lettered after 3 failed reviews" in (poisoned.last_reason or "")
+        # each attempt's criterion is an error naming the limit it ran past
+        attempts = await registry.evaluations(bad.id)
+        assert len(attempts) == MAX_FAILURES
+        for attempt in attempts:
+            (shape,) = attempt.criteria
+            assert shape.status == "error" and "regex time limit" in shape.notes, shape
+        assert [a.id for a in await registry.dead_letters()] == [bad.id]
+        history = [e.trigger for e in await registry.history(bad.id)]
+        assert history.count("start_review") == MAX_FAILURES  # no endless leases
+        assert history[-1] == "dead_letter"
+
+        signalled = time.monotonic()
+        for worker in workers:
+            worker.send_signal(signal.SIGTERM)
+        results: list[dict[str, Any]] = await asyncio.gather(
+            *(asyncio.to_thread(finish, worker, 30) for worker in workers)
+        )
+        # both within the grace period, plus the hand-back and the process's exit
+        assert time.monotonic() - signalled < GRACE + 4
+        assert sum(r["handed_back"] for r in results) == 1
+        assert sum(r["approved"] for r in results) == GOOD
+        back = await registry.get(slow.id)
+        assert (back.status, back.lease_owner, back.failures) == ("pending_review", None, 0)
+        assert await registry.claim_next(worker="next/0") is not None  # for another worker
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+                worker.communicate()
+        await store.close()
