@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from benchmarks import (
+    builtin_checks,
     cli_judge,
     gate,
     judge_concurrency,
@@ -38,6 +39,7 @@ WORKLOADS: dict[str, Runner] = {
     "cache": lambda a: judge_concurrency.run_cache(quick=a.quick),
     "stream": lambda a: streaming.run(quick=a.quick),
     "scaleout": lambda a: scaleout.run(quick=a.quick),
+    "checks": lambda a: builtin_checks.run(quick=a.quick),
 }
 
 # (workload, issue item, figure key, the bar as text, the test of the bar)
@@ -54,6 +56,8 @@ BARS: list[tuple[str, str, str, str, Callable[[Any], bool]]] = [
     ("stream", "9.5", "peak_rss_mb (bar < 200)", "< 200 MB", lambda v: v < 200),
     ("stream", "9.5", "targets_per_s", "reported", lambda v: v > 0),
     ("scaleout", "9.6", "4 / 1 throughput (bar >= 3)", ">= 3", lambda v: v >= 3),
+    # issue 16, item 6: every built-in check is linear on adversarial text
+    ("checks", "16.6", "max 1mb / 100kb (bar <= 12)", "<= 12", lambda v: v <= 12),
     # issue 5: storing an evaluation must not dominate the cost of making it
     ("store", "5", "sqlite_store_cost / evaluate_cost", "<= 1.0", lambda v: v <= 1.0),
     ("store", "5", "postgresql_store_cost / evaluate_cost", "<= 1.0", lambda v: v <= 1.0),

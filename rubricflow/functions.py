@@ -7,6 +7,7 @@ when it has evidence to show.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -21,7 +22,11 @@ from rubricflow.scoring import CheckResult
 
 __all__ = ["BUILTIN_FUNCTIONS"]
 
-_EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
+# Every built-in pattern runs in time linear in the text (tests/test_functions.py and the
+# `checks` benchmark hold them to it): no quantifier nests an unbounded one, and a pattern
+# that opens with a repeat starts only where that repeat's run starts (the look-behind
+# below), so a search does not rescan one long run from each of its characters.
+_EMAIL = re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
 _PHONE_CANDIDATE = re.compile(r"(?<![\w.])\+?\(?\d[\d\s().-]{5,}\d(?![\w.]?\d)")
 _NOT_PHONE = re.compile(
     r"^(?:\d{1,3}(?:\.\d{1,3}){3}"  # an IPv4 address
@@ -120,7 +125,8 @@ def matches_regex(target: Target, pattern: str, flags: str = "") -> CheckResult:
 
 def no_regex_match(target: Target, pattern: str, flags: str = "") -> CheckResult:
     """MET when `pattern` matches nowhere in the text."""
-    matches = [m.group(0) for m in _compile(pattern, flags).finditer(_text(target))][:10]
+    found = _compile(pattern, flags).finditer(_text(target))
+    matches = [m.group(0) for m in itertools.islice(found, 10)]  # not every match of 1 MB
     return CheckResult(not matches, [f"matched: {m!r}" for m in matches])
 
 

@@ -148,3 +148,15 @@ def test_the_cli_judge_workload_runs_rubricflow_eval_with_judge_concurrency(
     assert figures["judgments_per_s"] > 0 and figures["ideal_per_s (32 / 0.1 s)"] == 320
     (bar,) = [row for row in results["bars"] if row["workload"] == "cli-judge"]
     assert bar["issue_item"] == "15.5" and bar["met"] in (True, False)
+
+
+def test_the_checks_workload_times_every_built_in_check(tmp_path: Path) -> None:
+    results = _bench(tmp_path, "checks", "--quick")
+    checks = results["checks"]
+    rows = checks["per_check"]
+    assert {"no_email_addresses", "no_phone_numbers", "no_secrets"} <= set(rows)
+    assert "code-review/hard-coded-secret" in rows  # the rubric library's patterns too
+    assert all(row["1mb_s"] >= 0 and row["ratio"] >= 0 for row in rows.values())
+    assert checks["slowest_1mb_s"] > 0
+    shown = {row["figure"]: row for row in results["bars"] if row["workload"] == "checks"}
+    assert shown["max 1mb / 100kb (bar <= 12)"]["issue_item"] == "16.6"

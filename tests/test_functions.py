@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import importlib
+import re as _re
+import subprocess as _subprocess
+import sys as _sys
+from pathlib import Path as _Path
 from typing import Any
 
 import pytest
+import yaml as _yaml
 
+from rubricflow import functions as _functions
 from rubricflow import parse_rubric
 from rubricflow.engine import evaluate
 from rubricflow.plugins import PluginRegistry
@@ -319,3 +326,150 @@ async def test_no_secrets_passes_text_about_secrets(plugins: PluginRegistry) -> 
     )
 
     assert result.verdict == "MET"
+
+
+# --- every built-in check runs in linear time (issue 16, item 6) ------------------------------
+# the parser `re` compiles with (private: re._parser from Python 3.11, sre_parse before)
+_NEW_RE = _sys.version_info >= (3, 11)
+_sre_parse: Any = importlib.import_module("re._parser" if _NEW_RE else "sre_parse")
+_sre_constants: Any = importlib.import_module("re._constants" if _NEW_RE else "sre_constants")
+
+_LIBRARY = _Path(__file__).resolve().parents[1] / "rubrics"
+
+
+def _builtin_patterns() -> dict[str, str]:
+    """Every regular expression a built-in check or a library rubric runs on content."""
+    found = {
+        f"functions.{name}": value.pattern
+        for name, value in vars(_functions).items()
+        if isinstance(value, _re.Pattern)
+    }
+    secrets = _functions._SECRETS.items()
+    found.update({f"functions._SECRETS[{kind}]": value.pattern for kind, value in secrets})
+    for path in sorted(_LIBRARY.glob("*.yaml")):
+        document = _yaml.safe_load(path.read_text(encoding="utf-8"))
+        for criterion in document.get("criteria", []):
+            config = (criterion.get("scoring") or {}).get("config") or {}
+            if "pattern" in config:
+                found[f"{path.name}:{criterion['id']}"] = config["pattern"]
+    return found
+
+
+def _nested_repeats(items: Any, inside_unbounded: bool = False) -> list[str]:
+    """Repeats of variable length inside an unbounded repeat (`(a+)+`, `(?:\\w+ )*`): the
+    shape that lets a backtracking engine split one run in exponentially or polynomially
+    many ways. Look-arounds are skipped: they match no text the outer repeat can split."""
+    found: list[str] = []
+    for op, value in items:
+        if op in (
+            _sre_constants.MAX_REPEAT,
+            _sre_constants.MIN_REPEAT,
+            getattr(_sre_constants, "POSSESSIVE_REPEAT", None),
+        ):
+            low, high, sub = value
+            if inside_unbounded and low != high:
+                found.append(f"{{{low},{'' if high == _sre_constants.MAXREPEAT else high}}}")
+            found += _nested_repeats(sub, inside_unbounded or high == _sre_constants.MAXREPEAT)
+        elif op == _sre_constants.SUBPATTERN:
+            found += _nested_repeats(value[-1], inside_unbounded)
+        elif op == _sre_constants.BRANCH:
+            for branch in value[1]:
+                found += _nested_repeats(branch, inside_unbounded)
+        elif op == getattr(_sre_constants, "ATOMIC_GROUP", None):
+            found += _nested_repeats(value, inside_unbounded)
+    return found
+
+
+def test_the_structural_check_finds_nested_quantifiers() -> None:
+    assert _nested_repeats(_sre_parse.parse(r"^(a+)+$"))
+    assert _nested_repeats(_sre_parse.parse(r"-----BEGIN (?:[A-Z]+ )*PRIVATE KEY-----"))
+    assert not _nested_repeats(_sre_parse.parse(r"\b(?:\d[ -]?){12,15}\d\b"))  # bounded
+    assert not _nested_repeats(_sre_parse.parse(r"(?:(?!token)\w)*"))
+
+
+@pytest.mark.parametrize("name", sorted(_builtin_patterns()))
+def test_no_built_in_pattern_nests_unbounded_quantifiers(name: str) -> None:
+    assert _nested_repeats(_sre_parse.parse(_builtin_patterns()[name])) == [], name
+
+
+_ADVERSARIAL = r"""
+import sys, yaml
+from pathlib import Path
+from rubricflow.functions import BUILTIN_FUNCTIONS
+from rubricflow.results import Target
+
+library = Path(sys.argv[1])
+checks = [(name, function, {}) for name, function in BUILTIN_FUNCTIONS.items()
+          if name in ("no_email_addresses", "no_phone_numbers", "no_secrets")]
+for path in sorted(library.glob("*.yaml")):
+    for criterion in yaml.safe_load(path.read_text())["criteria"]:
+        scoring = criterion.get("scoring") or {}
+        if scoring.get("function") in ("matches_regex", "no_regex_match"):
+            checks.append((criterion["id"], BUILTIN_FUNCTIONS[scoring["function"]],
+                           scoring["config"]))
+for fragment in sys.argv[2:]:
+    text = (fragment * (1_000_000 // len(fragment) + 1))[:1_000_000]
+    for name, function, config in checks:
+        function(Target(id="x", content=text), **config)
+        print(name, repr(fragment), flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    "fragments",
+    [
+        ("1-", "ghp_", "a.", "x@1."),  # the e-mail check rescanned each run from each character
+        ("secret", "token", "-----BEGIN A "),  # the library's secret pattern, from each keyword
+        ("1 ", "(1", "1.", "sk-"),
+    ],
+)
+def test_built_in_checks_finish_on_a_megabyte_of_adversarial_text(
+    fragments: tuple[str, ...],
+) -> None:
+    # one subprocess with a generous timeout, no timing assertion: a linear check does all
+    # of this in a few seconds, the quadratic ones took many minutes on 1 MB
+    done = _subprocess.run(
+        [_sys.executable, "-c", _ADVERSARIAL, str(_LIBRARY), *fragments],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.count("\n") >= 3 * len(fragments)
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("Write to jane.doe+news@example.co.uk today", True),
+        ("1-1-1-1-1-1-1-1 then bob@mail.example.org", True),
+        ("a@b@c.com", True),
+        ("ghp_ghp_ghp_ no address here", False),
+        ("user@localhost has no domain dot", False),
+    ],
+)
+def test_the_email_check_still_finds_addresses(text: str, found: bool) -> None:
+    result = _functions.no_email_addresses(Target(id="t", content=text))
+    assert result.value is (not found), result.evidence
+
+
+@pytest.mark.parametrize(
+    ("text", "flagged"),
+    [
+        ('my_api_key = "abcd1234efgh"', True),
+        ('tokentoken_secret: "abcd1234efgh"', True),
+        ("-----BEGIN RSA PRIVATE KEY-----", True),
+        ("-----BEGIN PRIVATE KEY-----", True),
+        ("-----BEGIN OPENSSH PRIVATE KEY-----", True),
+        ("token " * 50 + "is fine", False),
+        ('password = "short"', False),
+    ],
+)
+def test_the_library_secret_pattern_keeps_its_meaning(text: str, flagged: bool) -> None:
+    document = _yaml.safe_load((_LIBRARY / "code-review.yaml").read_text(encoding="utf-8"))
+    (criterion,) = [c for c in document["criteria"] if c["id"] == "hard-coded-secret"]
+    result = _functions.matches_regex(
+        Target(id="t", content=text), **criterion["scoring"]["config"]
+    )
+    assert result.value is flagged
