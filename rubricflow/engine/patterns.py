@@ -13,6 +13,7 @@ that runs past it raises `RegexLimitError`, which names the limit, so the criter
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -98,6 +99,14 @@ class BoundedPattern:
         )
 
 
+def re2_multiline(pattern: str) -> bool:
+    """Whether `pattern` turns multiline mode on inline (`(?m)`, `(?im)`, `(?m:...)`)."""
+    return bool(_INLINE_MULTILINE.search(pattern))
+
+
+_INLINE_MULTILINE = re.compile(r"\(\?[a-zA-Z]*m[a-zA-Z]*[:)]")
+
+
 def compile_bounded(
     pattern: str, flags: str = "", *, timeout: float | None = None
 ) -> BoundedPattern:
@@ -110,7 +119,11 @@ def compile_bounded(
                 f"unknown regex flag {flag!r} in scoring.config.flags; use i, m, s or x"
             )
     limit = regex_timeout() if timeout is None else timeout
-    if "x" not in flags:
+    # RE2's multiline `^` does not match after a newline that ends the text, where
+    # Python's does (`^[a-c]*$` finds an empty line in "0\n"): multiline patterns keep
+    # Python's meaning on the fallback, which is time-limited all the same
+    multiline = "m" in flags or re2_multiline(pattern)
+    if "x" not in flags and not multiline:
         inline = "".join(sorted({_INLINE[f] for f in flags}))
         source = f"(?{inline}){pattern}" if inline else pattern
         try:

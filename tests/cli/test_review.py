@@ -347,7 +347,9 @@ def test_artifact_errors_exit_2_with_a_message_and_no_traceback(cli: Cli, tmp_pa
         "submit",
     )
     assert_error(cli("artifacts", "submit", "--type", "ghost", good), "ghost")
-    assert_error(cli("artifacts", "submit", "--type", "post", tmp_path / "missing.json"), "read")
+    assert_error(
+        cli("artifacts", "submit", "--type", "post", tmp_path / "missing.json"), "no such file"
+    )
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
     assert_error(cli("artifacts", "submit", "--type", "post", broken), "malformed JSON")

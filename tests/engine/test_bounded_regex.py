@@ -82,5 +82,6 @@ def test_re2_agrees_with_re_on_ordinary_patterns(pattern: str, flags: str, text:
         value |= {"i": re.I, "m": re.M, "s": re.S}[flag]
     expected = [m.group(0) for m in re.finditer(pattern, text, value)]
     bounded = compile_bounded(pattern, flags)
-    assert bounded.engine == "re2"
+    # multiline patterns keep Python's meaning on the time-limited fallback
+    assert bounded.engine == ("regex" if "m" in flags else "re2")
     assert [m.group(0) for m in bounded.finditer(text)] == expected
