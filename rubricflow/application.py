@@ -188,10 +188,12 @@ class Application:
         """Register every rubric in a document given as text (YAML or JSON, any format)."""
         from rubricflow.formats.document import parse_text
         from rubricflow.formats.loader import detect_format, load_document
+        from rubricflow.validation import refuse_broken_configs
 
         document = parse_text(text, source, suffix=suffix)
         name = format or detect_format(document, plugins=self.plugins, source=source).name
         loaded = load_document(document, format=name, source=source, plugins=self.plugins)
+        refuse_broken_configs(loaded.rubrics, self.plugins, source)
         pairs = [(rubric, loaded.format) for rubric in loaded.rubrics]
         return list(await self.store.rubrics.register_pairs(pairs))
 

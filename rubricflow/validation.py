@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ __all__ = [
     "config_problems",
     "lint_file",
     "lint_rubric",
+    "refuse_broken_configs",
     "validate_document",
     "validate_file",
     "validate_text",
@@ -193,6 +195,19 @@ def config_problems(rubric: Rubric, plugins: PluginRegistry) -> list[Problem]:
             where = f"criteria[{index}].scoring.config" + (f".{field_path}" if field_path else "")
             problems.append(Problem(where, f"{message} (options of check {scoring.function!r})"))
     return problems
+
+
+def refuse_broken_configs(rubrics: Sequence[Rubric], plugins: PluginRegistry, source: str) -> None:
+    """`RubricValidationError` listing every check-function option that `validate` would
+    report: a rubric whose checks cannot run is not registered either."""
+    problems: list[Problem] = []
+    for rubric in rubrics:
+        found = config_problems(rubric, plugins)
+        if len(rubrics) > 1:
+            found = [Problem(f"{rubric.id}: {p.path}", p.message) for p in found]
+        problems.extend(found)
+    if problems:
+        raise RubricValidationError(problems, source)
 
 
 def validate_file(

@@ -199,3 +199,33 @@ def test_runs_stored_with_a_credential_show_it_masked(db: str) -> None:
         assert result.exit_code == 0, result.output
         assert "hunter2secret" not in result.stdout and "sk-abcdef123456" not in result.stdout
         assert "judge.local" in result.stdout
+
+
+def test_a_rubric_whose_check_options_are_broken_is_not_registered(db: str, tmp_path: Path) -> None:
+    from rubricflow.errors import RubricValidationError
+
+    broken = _rubric()
+    broken["criteria"][0]["scoring"] = {
+        "method": "deterministic",
+        "function": "word_count_between",
+        "config": {"min": "abc"},
+    }
+    path = tmp_path / "broken.yaml"
+    path.write_text(yaml.safe_dump(broken))
+    runner = CliRunner()
+    result = runner.invoke(cli_app, ["rubrics", "register", str(path), "--db", db])
+    assert result.exit_code == 2, result.output
+    assert "criteria[0].scoring.config.min" in result.stderr
+    assert f"{path}: invalid rubric" in result.stderr
+    listed = runner.invoke(cli_app, ["rubrics", "list", "--json", "--db", db])
+    assert json.loads(listed.stdout)["rubrics"] == []
+
+    async def register_text() -> None:
+        async with await Application.open(db) as application:
+            with pytest.raises(RubricValidationError, match=r"scoring\.config\.min"):
+                await application.register_rubric_text(json.dumps(broken), suffix=".json")
+            assert await application.rubrics.list_latest() == []
+
+    import asyncio
+
+    asyncio.run(register_text())

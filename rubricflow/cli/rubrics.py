@@ -14,6 +14,7 @@ from rubricflow.cli.shared import (
     JsonOption,
     fail,
     out,
+    plugin_manager,
     print_json,
     run_with_app,
     table,
@@ -51,9 +52,13 @@ def rubrics_register(
 ) -> None:
     """Register every rubric in FILE... (all files in one transaction)."""
     from rubricflow.formats.loader import load_file
+    from rubricflow.validation import refuse_broken_configs
 
+    plugins = plugin_manager()
     try:
-        loaded = [load_file(path, format=format) for path in paths]
+        loaded = [load_file(path, format=format, plugins=plugins) for path in paths]
+        for path, item in zip(paths, loaded, strict=True):
+            refuse_broken_configs(item.rubrics, plugins, str(path))
     except RubricflowError as error:
         # every problem is in a file the user named: a usage error, like `eval` and `convert`
         fail(str(error))
