@@ -6,7 +6,8 @@ call this, so an operation behaves the same whichever door it came through. A fr
 door parses its input, calls one or a few of these methods, and presents the result;
 it decides nothing itself. The artifact lifecycle is `Application.artifacts` (an
 `ArtifactRegistry`); the rubric registry, evaluations, runs and the judge cache are the
-store's repositories, reachable as `rubrics`, `evaluations`, `runs` and `judge_cache`.
+store's repositories, reachable as `rubrics`, `evaluations` (per-criterion pass rates and
+judge usage among its queries) and `runs`; the judge cache is `store.judge_cache`.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from rubricflow.errors import NotFoundError, ReviewError, RubricflowError
 from rubricflow.store import Store
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
     from rubricflow.compare import RunComparison
     from rubricflow.model import Rubric
     from rubricflow.plugins import PluginRegistry
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
     from rubricflow.review import ArtifactRegistry, ReviewOutcome
     from rubricflow.rubric_diff import RubricDiff
     from rubricflow.runs import RunData, RunInfo
-    from rubricflow.store.evaluations import Bucket, CriterionPassRate, EvaluationStore, JudgeUsage
+    from rubricflow.store.evaluations import EvaluationStore
     from rubricflow.store.rubrics import RegisteredRubric, RubricRegistry
     from rubricflow.store.runs import RunOverview, RunStore
     from rubricflow.validation import FileReport
@@ -289,52 +288,10 @@ class Application:
 
         return compare_runs(await self.run(run_a), await self.run(run_b))
 
-    # --- what the rows say -------------------------------------------------------------------
-    async def criterion_pass_rates(
-        self,
-        rubric_id: str,
-        *,
-        rubric_version: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        run_id: str | None = None,
-        artifact_type: str | None = None,
-        bucket: Bucket | None = None,
-    ) -> list[CriterionPassRate]:
-        """Which criteria of a rubric fail most, per version (and per week or day)."""
-        return list(
-            await self.store.evaluations.criterion_pass_rates(
-                rubric_id,
-                rubric_version=rubric_version,
-                since=since,
-                until=until,
-                run_id=run_id,
-                artifact_type=artifact_type,
-                bucket=bucket,
-            )
-        )
-
-    async def judge_usage(
-        self,
-        *,
-        run_id: str | None = None,
-        rubric_id: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        by_model: bool = True,
-    ) -> list[JudgeUsage]:
-        """Judge calls, cache hits, tokens and cost per run (and per model)."""
-        return list(
-            await self.store.evaluations.judge_usage(
-                run_id=run_id, rubric_id=rubric_id, since=since, until=until, by_model=by_model
-            )
-        )
-
+    # --- the judge cache ---------------------------------------------------------------------
     async def judge_cache_stats(self, *, clear: bool = False) -> dict[str, Any]:
         """The store's judge cache: entries, size and hits (after clearing it when
         asked, with how many answers were `removed`)."""
-        removed = await self.store.judge_cache.clear() if clear else None
-        stats: dict[str, Any] = await self.store.judge_cache.stats()
-        if removed is not None:
-            stats["removed"] = removed
-        return stats
+        from rubricflow.llm.cache import cleared_stats
+
+        return await cleared_stats(self.store.judge_cache, clear=clear)

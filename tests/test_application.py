@@ -92,9 +92,9 @@ async def test_evaluate_stores_nothing_and_the_gate_stores_its_review(db: str) -
         outcome = await application.artifacts.submit_for_review(artifact.id, actor="bot")
         assert outcome.artifact.status == "approved"
         assert await application.evaluations.count() == 1
-        usage = await application.judge_usage()
+        usage = await application.evaluations.judge_usage()
         assert sum(u.llm_calls for u in usage) == 0
-        rates = await application.criterion_pass_rates("post")
+        rates = await application.evaluations.criterion_pass_rates("post")
         assert [(r.criterion_id, r.passed, r.scored) for r in rates] == [("fields", 1, 1)]
 
 

@@ -119,12 +119,12 @@ def cache(
     if db is not None or use_store:
         _store_cache(db, clear=clear, as_json=as_json)
         return
-    from rubricflow.llm.cache import default_cache
+    from rubricflow.llm.cache import cleared_stats, default_cache
 
     store = default_cache()
 
     try:
-        stats = asyncio.run(_cleared_stats(store, clear=clear))
+        stats = asyncio.run(cleared_stats(store, clear=clear))
     except Exception as error:
         fail(f"{store.path}: {error}")
     finally:
@@ -132,16 +132,6 @@ def cache(
     summary = f"{escape(stats['path'])}: {stats['entries']} answer(s), {stats['bytes']:,} bytes"
     if _show_cache_stats(stats, summary, as_json=as_json):
         _hint_at_the_store()
-
-
-async def _cleared_stats(cache: Any, *, clear: bool) -> dict[str, Any]:
-    """A judge cache's stats (either cache: `clear()` and `stats()`), after clearing it
-    when asked, with how many answers were `removed`."""
-    removed = await cache.clear() if clear else None
-    stats: dict[str, Any] = await cache.stats()
-    if removed is not None:
-        stats["removed"] = removed
-    return stats
 
 
 def _hint_at_the_store() -> None:

@@ -32,6 +32,7 @@ __all__ = [
     "MemoryJudgeCache",
     "SQLiteJudgeCache",
     "cache_key",
+    "cleared_stats",
     "default_cache",
     "default_cache_dir",
 ]
@@ -258,3 +259,13 @@ class SQLiteJudgeCache:
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+
+
+async def cleared_stats(cache: Any, *, clear: bool) -> dict[str, Any]:
+    """A judge cache's stats (any cache with `clear()` and `stats()`: the local file, a
+    store's), after clearing it when asked, with how many answers were `removed`."""
+    removed = await cache.clear() if clear else None
+    stats: dict[str, Any] = await cache.stats()
+    if removed is not None:
+        stats["removed"] = removed
+    return stats

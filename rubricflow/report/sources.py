@@ -37,20 +37,14 @@ def looks_like_path(spec: str) -> bool:
 async def open_existing_store(db: str | None) -> Store:
     """The store at `db` (default $RUBRICFLOW_DB, else ./rubricflow.db). A SQLite file
     that does not exist is an error here, not a new empty database: reports only read."""
-    from sqlalchemy.engine import make_url
+    from rubricflow.store import Store
+    from rubricflow.store.url import DB_ENV, existing_store_url
 
-    from rubricflow.store import Store, resolve_url
-
-    url = resolve_url(db)
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite":
-        database = parsed.database or ""
-        if database and database != ":memory:" and not Path(database).exists():
-            raise NotFoundError(
-                f"no store at {database}: give the database the run was recorded in with "
-                "--db URL (or set RUBRICFLOW_DB), or give a results file written by "
-                "`rubricflow eval --output FILE`"
-            )
+    url = existing_store_url(
+        db,
+        remedy=f"give the database the run was recorded in with --db URL (or set {DB_ENV}), "
+        "or give a results file written by `rubricflow eval --output FILE`",
+    )
     return await Store.open(url)
 
 

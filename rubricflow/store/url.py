@@ -72,9 +72,10 @@ def display_url(url: str) -> str:
         return "<database>"
 
 
-def existing_store_url(url: str | None = None) -> str:
+def existing_store_url(url: str | None = None, *, remedy: str | None = None) -> str:
     """`resolve_url(url)`, for a look at a store that must already exist: a SQLite file
-    that does not exist is a NotFoundError (looking must not create an empty store)."""
+    that does not exist is a NotFoundError (looking must not create an empty store);
+    `remedy` says what to give instead."""
     resolved = resolve_url(url)
     parsed = make_url(resolved)
     file = parsed.database or ""
@@ -84,10 +85,11 @@ def existing_store_url(url: str | None = None) -> str:
         and not Path(file).exists()
     ):
         source = "--db" if url else f"${DB_ENV}" if os.environ.get(DB_ENV) else "the default"
-        raise NotFoundError(
-            f"no store at {file} ({source}): give the database `rubricflow eval --db URL` "
-            f"stores to with --db URL (or set {DB_ENV})"
+        default = (
+            f"give the database `rubricflow eval --db URL` stores to with --db URL "
+            f"(or set {DB_ENV})"
         )
+        raise NotFoundError(f"no store at {file} ({source}): {remedy or default}")
     return resolved
 
 
