@@ -57,13 +57,6 @@ RUBRIC = rubric(
 TARGET = {"id": "sky", "content": "The sky is blue today. Have a lovely afternoon!"}
 
 
-@pytest.fixture(scope="module")
-def model_path() -> Path:
-    from rubricflow.llm.providers.local import default_model_path
-
-    return default_model_path()  # assembled once into the user's rubricflow cache
-
-
 def assert_schema_valid_evaluation(evaluation: object) -> list[object]:
     """The real model answered every question through the whole path: each answer was
     schema-valid JSON (the grammar holds it), with tokens and a response hash recorded.

