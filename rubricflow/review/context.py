@@ -1,12 +1,13 @@
 """What every part of the review service shares: the store, the lifecycle, the plugins
 (for listeners and scorers) and the lease length, with the one way a transition is
 decided (`ReviewContext.change`: the lifecycle says where it leads) and committed
-(`ReviewContext.commit`: one transaction, then the listeners hear of it)."""
+(`ReviewContext.commit`: one transaction, then the listeners hear of it, through the one
+event bus: `rubricflow.review.events`)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -14,6 +15,8 @@ from typing import Any, Literal
 from rubricflow.errors import ReviewError
 from rubricflow.formats.document import lone_surrogate
 from rubricflow.plugins import PluginRegistry
+from rubricflow.results import Evaluation
+from rubricflow.review.events import evaluation_event, transition_event
 from rubricflow.review.lifecycle import Lifecycle
 from rubricflow.store import Store
 from rubricflow.store.artifacts import (
@@ -106,8 +109,19 @@ class ReviewContext:
         return written, event
 
     async def notify(self, event: ArtifactEvent) -> None:
-        """Tell the listeners (after the commit; a listener that raises changes nothing)."""
-        await self.plugins.notify(event.to_dict())
+        """Tell the listeners of a committed transition (once, after the commit; a
+        listener that raises changes nothing): an `artifact.transition` event."""
+        await self.plugins.notify(transition_event(event))
+
+    async def announce_evaluations(
+        self, artifact: Artifact, evaluations: Iterable[Evaluation]
+    ) -> None:
+        """Tell the listeners of evaluations a review stored (once each, after the commit
+        that stored them): `evaluation.stored` events."""
+        for evaluation in evaluations:
+            await self.plugins.notify(
+                evaluation_event(evaluation, artifact_id=artifact.id, revision=artifact.revision)
+            )
 
 
 def check_json(value: Any, what: str) -> None:

@@ -315,6 +315,7 @@ class Reviewer:
         context = self._context
         async with context.repository.transaction() as tx:
             stored = {id(e): await self._save(e, artifact, tx) for e in unsaved}
+            new = [e for e in unsaved if stored[id(e)] is e]  # not another reviewer's
             results = [(b, stored.get(id(e), e)) for b, e in results]
             trigger, reason = outcome_of(artifact_type, results)
             evaluations = [evaluation for _, evaluation in results]
@@ -330,6 +331,7 @@ class Reviewer:
                 ),
                 seq=seq,
             )
+        await context.announce_evaluations(artifact, new)
         if written is None:
             raise await self._overtaken(artifact, trigger)
         event, decided = written
@@ -339,13 +341,19 @@ class Reviewer:
     async def _save(
         self, evaluation: Evaluation, artifact: Artifact, tx: ArtifactTransaction | None = None
     ) -> Evaluation:
+        """Store a review's evaluation (in `tx`, whose caller announces it after the
+        commit; else in a transaction of its own, announced here); another reviewer's
+        evaluation of the same revision and rubric version when it came first."""
         if tx is not None:
             return await tx.save_evaluation(
                 evaluation, artifact_id=artifact.id, revision=artifact.revision
             )
-        return await self._context.store.evaluations.save_for_review(
+        saved = await self._context.store.evaluations.save_for_review(
             evaluation, artifact_id=artifact.id, revision=artifact.revision
         )
+        if saved is evaluation:  # stored now, not found stored by another reviewer
+            await self._context.announce_evaluations(artifact, [saved])
+        return saved
 
 
 def outcome_of(

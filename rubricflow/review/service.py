@@ -17,7 +17,7 @@ persists them (`rubricflow.store.artifacts`).
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from rubricflow.errors import IllegalTransitionError
@@ -32,6 +32,7 @@ from rubricflow.review.context import (
     SYSTEM_ACTOR,
     ReviewContext,
 )
+from rubricflow.review.events import LiveStatus
 from rubricflow.review.lifecycle import DEAD_LETTERED, Lifecycle, max_failures_setting
 from rubricflow.review.queries import ArtifactQueries
 from rubricflow.review.reviewing import Reviewer, ReviewOutcome
@@ -78,6 +79,15 @@ class ArtifactRegistry:
         self.claims = ReviewClaims(self._context)
         self.reviewer = Reviewer(self._context, self.claims, evaluate_options)
         self.submitter = ArtifactSubmitter(self._context, self.claims, self.reviewer)
+        self._live: LiveStatus | None = None
+
+    @property
+    def live(self) -> LiveStatus:
+        """Live status: waits for an artifact's next change, streams its events, wakes
+        workers; made on first use, closed by `aclose`."""
+        if self._live is None:
+            self._live = LiveStatus(self.store.database, self.plugins)
+        return self._live
 
     @property
     def lease_seconds(self) -> float:
@@ -117,7 +127,11 @@ class ArtifactRegistry:
 
     async def aclose(self) -> None:
         """Close the LLM session the reviews share (its HTTP connections); the store stays
-        open. Safe to call twice; a later review opens a new session."""
+        open. Safe to call twice; a later review opens a new session. Live status stops
+        watching the store."""
+        live, self._live = self._live, None
+        if live is not None:
+            await live.aclose()
         await self.reviewer.aclose()
 
     # --- types ---------------------------------------------------------------------------
@@ -168,6 +182,19 @@ class ArtifactRegistry:
     async def history(self, artifact_id: str) -> builtins.list[ArtifactEvent]:
         """Every transition of the artifact, oldest first."""
         return await self.queries.history(artifact_id)
+
+    async def wait_for_change(
+        self, artifact_id: str, *, after: int, timeout: float
+    ) -> ArtifactEvent | None:
+        """The artifact's first event after event `after` (the artifact's `version` you
+        hold), waiting up to `timeout` seconds for another process or this one to commit
+        it; None when nothing changed in time. For long polls."""
+        return await self.live.wait_for_change(artifact_id, after=after, timeout=timeout)
+
+    def events(self, artifact_id: str, *, after_seq: int = 0) -> AsyncIterator[ArtifactEvent]:
+        """The artifact's events after `after_seq`: the stored ones first, then each new one
+        as it commits, without end (close the iterator when done). For event streams."""
+        return self.live.events(artifact_id, after_seq=after_seq)
 
     async def evaluations(
         self, artifact_id: str, revision: int | None = None

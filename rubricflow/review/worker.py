@@ -6,6 +6,11 @@ LOCKED`), so each review has one owner. A worker killed mid-review loses its lea
 the lease expires and another worker takes the review over; evaluations already stored
 for that revision are reused, never repeated.
 
+An idle worker waits for a change that queues an artifact (`LiveStatus.watch`): NOTIFY on
+PostgreSQL wakes it within milliseconds whichever process queued it, the change feed's
+short poll on SQLite; `poll_interval` stays the fallback (expired leases, retry times
+coming due, a feed that is down).
+
 SIGTERM (or `stop()`) stops claiming; the reviews in flight get the grace period
 (`grace_seconds`, default 30) to finish, and those still running then are cancelled and
 handed back (`abort_review`, queued at once, not counted as a failure) for another worker
@@ -31,6 +36,7 @@ from rubricflow.errors import (
 )
 from rubricflow.review.service import ArtifactRegistry, ReviewOutcome
 from rubricflow.store.artifacts import Artifact
+from rubricflow.store.changes import Watch
 
 __all__ = ["DEFAULT_GRACE_SECONDS", "Worker", "WorkerStats"]
 
@@ -89,6 +95,7 @@ class Worker:
         self.name = name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         self.stats = WorkerStats()
         self._stopping = asyncio.Event()
+        self._watches: set[Watch] = set()
 
     def stop(self) -> None:
         """Claim nothing more; let the reviews in flight finish within the grace period,
@@ -97,6 +104,8 @@ class Worker:
             self._hand_back()
             return
         self._stopping.set()
+        for watch in list(self._watches):
+            watch.poke()
         with contextlib.suppress(RuntimeError):  # no running loop: nothing in flight
             loop = asyncio.get_running_loop()
             self._deadline = loop.call_later(self.grace_seconds, self._hand_back)
@@ -125,21 +134,36 @@ class Worker:
 
     async def _slot(self, index: int, once: bool) -> None:
         worker = f"{self.name}/{index}"
+        if once:
+            await self._work(worker, None)
+            return
+        queued, _ = self.registry.lifecycle.claimable_states
+        with self.registry.live.watch(dest=[queued]) as watch:
+            self._watches.add(watch)
+            try:
+                await self._work(worker, watch)
+            finally:
+                self._watches.discard(watch)
+
+    async def _work(self, worker: str, watch: Watch | None) -> None:
+        """Claim and review until stopped (`watch` None: until nothing is waiting); idle,
+        wait for `watch` to see an artifact queued, or for the poll interval."""
         while not self._stopping.is_set():
+            if watch is not None:
+                watch.clear()  # a change from now on wakes the wait below
             try:
                 reviewed = await self._review_next(worker)
             except StoreError:
-                if once:
+                if watch is None:
                     raise
                 # the store is unreachable or locked for now: keep polling until it is back
                 logger.exception("%s: cannot claim a review; retrying", worker)
                 reviewed = False
             if reviewed:
                 continue
-            if once:
+            if watch is None:
                 return
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), timeout=self.poll_interval)
+            await watch.wait(self.poll_interval)
 
     async def _review_next(self, worker: str) -> bool:
         """Claim and review one artifact; False when nothing is waiting."""

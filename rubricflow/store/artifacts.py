@@ -43,6 +43,7 @@ from rubricflow.store.artifact_models import (
     Submitting,
     content_hash,
 )
+from rubricflow.store.changes import announce
 from rubricflow.store.database import Database
 from rubricflow.store.evaluations import EvaluationStore
 from rubricflow.store.rubrics import RubricRegistry
@@ -364,6 +365,7 @@ class ArtifactTransaction:
         row = event.model_dump()
         row["evaluation_ids"] = json.dumps(list(event.evaluation_ids))
         await self._connection.execute(_INSERT_EVENT, row)
+        await announce(self._connection, event)  # PostgreSQL: NOTIFY, sent at commit
         return event
 
     async def write_transition(

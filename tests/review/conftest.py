@@ -27,6 +27,7 @@ from rubricflow.hookspecs import hookimpl
 from rubricflow.model import Rubric, parse_rubric
 from rubricflow.plugins import PluginRegistry, create_plugin_manager
 from rubricflow.review import ArtifactEvent, ArtifactRegistry, ArtifactType, Lifecycle
+from rubricflow.review.events import TRANSITION
 from rubricflow.review.lifecycle import STATES
 from rubricflow.store import Store
 from rubricflow.store.artifacts import RubricBinding
@@ -142,15 +143,22 @@ def pg_url(pg_session_url: str) -> str:
 
 
 class Recorder:
-    """A lifecycle listener that records every event it is told about."""
+    """A lifecycle listener that records the transitions it is told about, as the audit
+    trail has them (`events`), and every event of any kind (`heard`)."""
 
     def __init__(self, name: str = "recorder") -> None:
         self.__name__ = name
         self.events: list[dict[str, Any]] = []
+        self.heard: list[dict[str, Any]] = []
+
+    def record(self, event: dict[str, Any]) -> None:
+        self.heard.append(dict(event))
+        if event["kind"] == TRANSITION:
+            self.events.append({k: v for k, v in event.items() if k != "kind"})
 
     @hookimpl
     def rubricflow_artifact_transition(self, event: dict[str, Any]) -> None:
-        self.events.append(dict(event))
+        self.record(event)
 
 
 class AsyncRecorder(Recorder):
@@ -159,7 +167,7 @@ class AsyncRecorder(Recorder):
     @hookimpl
     async def rubricflow_artifact_transition(self, event: dict[str, Any]) -> None:  # type: ignore[override]
         await asyncio.sleep(0)
-        self.events.append(dict(event))
+        self.record(event)
 
 
 class RaisingListener:
@@ -172,6 +180,8 @@ class RaisingListener:
 
     @hookimpl
     def rubricflow_artifact_transition(self, event: dict[str, Any]) -> None:
+        if event["kind"] != TRANSITION:
+            return
         self.calls += 1
         raise RuntimeError(f"listener broke on {event['trigger']}")
 

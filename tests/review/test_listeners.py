@@ -1,5 +1,6 @@
-"""The `rubricflow_artifact_transition` hook: listeners hear every committed transition,
-in commit order, sync or async; one that raises is logged and changes nothing."""
+"""The `rubricflow_artifact_transition` hook: listeners hear every committed transition
+(`kind` "artifact.transition"), in commit order, sync or async; one that raises is logged
+and changes nothing."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from rubricflow.errors import ArtifactConflictError
 from rubricflow.hookspecs import hookimpl
 from rubricflow.plugins import create_plugin_manager
 from rubricflow.review import ArtifactRegistry
+from rubricflow.review.events import TRANSITION
 from rubricflow.review.worker import Worker
 from rubricflow.store import Store
 
@@ -77,6 +79,8 @@ async def test_a_listener_is_called_only_after_the_transition_committed(
 
         @hookimpl
         async def rubricflow_artifact_transition(self, event: dict[str, Any]) -> None:
+            if event["kind"] != TRANSITION:
+                return
             outside = ArtifactRegistry(observer)
             history = await outside.history(event["artifact_id"])
             current = await outside.get(event["artifact_id"])
@@ -107,6 +111,8 @@ async def test_a_raising_listener_is_logged_and_neither_undoes_nor_blocks(
 
         @hookimpl
         async def rubricflow_artifact_transition(self, event: dict[str, Any]) -> None:  # type: ignore[override]
+            if event["kind"] != TRANSITION:
+                return
             self.calls += 1
             raise RuntimeError(f"listener broke on {event['trigger']}")
 
@@ -172,7 +178,8 @@ class _Logged:
 
     @hookimpl
     def rubricflow_artifact_transition(self, event: dict[str, Any]) -> None:
-        self.log.append((self.__name__, event["seq"], event["trigger"]))
+        if event["kind"] == TRANSITION:
+            self.log.append((self.__name__, event["seq"], event["trigger"]))
 
 
 class _AsyncLogged(_Logged):
@@ -181,7 +188,8 @@ class _AsyncLogged(_Logged):
     @hookimpl
     async def rubricflow_artifact_transition(self, event: dict[str, Any]) -> None:  # type: ignore[override]
         await asyncio.sleep(0)
-        self.log.append((self.__name__, event["seq"], event["trigger"]))
+        if event["kind"] == TRANSITION:
+            self.log.append((self.__name__, event["seq"], event["trigger"]))
         await asyncio.sleep(0)
 
 
@@ -219,12 +227,14 @@ async def test_tryfirst_and_trylast_listeners_keep_pluggys_meaning(store: Store)
     class Early(_Logged):
         @hookimpl(tryfirst=True)
         def rubricflow_artifact_transition(self, event: dict[str, Any]) -> None:
-            self.log.append((self.__name__, event["seq"], event["trigger"]))
+            if event["kind"] == TRANSITION:
+                self.log.append((self.__name__, event["seq"], event["trigger"]))
 
     class Late(_Logged):
         @hookimpl(trylast=True)
         def rubricflow_artifact_transition(self, event: dict[str, Any]) -> None:
-            self.log.append((self.__name__, event["seq"], event["trigger"]))
+            if event["kind"] == TRANSITION:
+                self.log.append((self.__name__, event["seq"], event["trigger"]))
 
     plugins = create_plugin_manager(
         plugins=[ReviewChecks(), Late("late", log), _Logged("plain", log), Early("early", log)],
