@@ -37,6 +37,7 @@ from rubricflow.errors import (
     ScoringError,
     StoreError,
     UnsafeImportError,
+    WebhookError,
 )
 from rubricflow.formats import (
     LoadedFile,
@@ -150,6 +151,7 @@ __all__ = [
     "SuiteError",
     "Target",
     "UnsafeImportError",
+    "WebhookError",
     "__version__",
     "assess_rubric",
     "bootstrap_interval",

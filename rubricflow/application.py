@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from rubricflow.store.rubrics import RegisteredRubric, RubricRegistry
     from rubricflow.store.runs import RunOverview, RunStore
     from rubricflow.validation import FileReport
+    from rubricflow.webhooks import WebhookService
 
 __all__ = ["Application"]
 
@@ -63,6 +64,7 @@ class Application:
         self._plugins = plugins
         self._lease_seconds = lease_seconds
         self._artifacts: ArtifactRegistry | None = None
+        self._webhooks: WebhookService | None = None
         self._owns_store = False
 
     @property
@@ -85,6 +87,15 @@ class Application:
                 options["lease_seconds"] = self._lease_seconds
             self._artifacts = ArtifactRegistry(self.store, **options)
         return self._artifacts
+
+    @property
+    def webhooks(self) -> WebhookService:
+        """Webhook subscriptions, their delivery log, replays and the delivery worker."""
+        if self._webhooks is None:
+            from rubricflow.webhooks import WebhookService
+
+            self._webhooks = WebhookService(self.store, plugins=lambda: self.plugins)
+        return self._webhooks
 
     @classmethod
     async def open(

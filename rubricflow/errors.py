@@ -28,6 +28,7 @@ __all__ = [
     "ScoringError",
     "StoreError",
     "UnsafeImportError",
+    "WebhookError",
 ]
 
 
@@ -140,3 +141,8 @@ class ContentValidationError(ReviewError):
     def __init__(self, message: str, problems: list[str]) -> None:
         self.problems = problems
         super().__init__(message + "".join(f"\n  {p}" for p in problems))
+
+
+class WebhookError(RubricflowError):
+    """A webhook cannot be registered, sent or replayed as asked (a URL that is not http(s)
+    or reaches a private network, an unknown event, a delivery still pending)."""

@@ -22,6 +22,7 @@ from rubricflow.store.judge_cache import StoreJudgeCache
 from rubricflow.store.rubrics import RegisteredRubric, RubricRegistry, RubricVersionInfo
 from rubricflow.store.runs import RunOverview, RunStore
 from rubricflow.store.url import DB_ENV, DEFAULT_URL, resolve_url
+from rubricflow.store.webhooks import WebhookStore
 
 __all__ = [
     "DB_ENV",
@@ -39,12 +40,14 @@ __all__ = [
     "Store",
     "StoreJudgeCache",
     "StoredEvaluation",
+    "WebhookStore",
     "resolve_url",
 ]
 
 
 class Store:
-    """One database and its repositories: `rubrics`, `evaluations`, `judge_cache`, `runs`."""
+    """One database and its repositories: `rubrics`, `evaluations`, `judge_cache`, `runs`,
+    `webhooks`."""
 
     def __init__(self, database: Database) -> None:
         self.database = database
@@ -52,6 +55,7 @@ class Store:
         self.evaluations = EvaluationStore(database)
         self.judge_cache = StoreJudgeCache(database)
         self.runs = RunStore(database)
+        self.webhooks = WebhookStore(database)
 
     @classmethod
     async def open(cls, url: str | None = None, *, upgrade: bool = False) -> Store:

@@ -54,6 +54,7 @@ from rubricflow.store.tables import (
     ArtifactTypeRow,
     EvaluationRow,
 )
+from rubricflow.store.webhooks import write_outbox
 
 __all__ = [
     "KEEP",
@@ -420,6 +421,8 @@ class ArtifactTransaction:
             evaluation_ids=change.evaluation_ids,
             seq=seq,
         )
+        # the webhook deliveries it announces, committed with it or not at all
+        await write_outbox(self._connection, artifact, change, event)
         return event, artifact.model_copy(update=values)
 
     async def _conflict(self, artifact: Artifact, trigger: str) -> ArtifactConflictError:

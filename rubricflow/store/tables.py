@@ -21,6 +21,9 @@ __all__ = [
     "RubricRow",
     "RubricVersionRow",
     "RunRow",
+    "WebhookAttemptRow",
+    "WebhookDeliveryRow",
+    "WebhookSubscriptionRow",
     "metadata",
 ]
 
@@ -290,3 +293,72 @@ class ArtifactEventRow(SQLModel, table=True):
     reason: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
     evaluation_ids: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
     created_at: datetime = _when(nullable=False)
+
+class WebhookSubscriptionRow(SQLModel, table=True):
+    """A webhook subscription: where to POST which events (of one artifact type, or of
+    all), signed with its secret (`whsec_...`, kept to sign with: the receiver holds the
+    same). `allow_private` lets an admin send to a private or loopback address; a removed
+    subscription stays (inactive) so its delivery log can still be read."""
+
+    __tablename__ = "webhook_subscriptions"
+
+    id: str = Field(primary_key=True, max_length=40)
+    url: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    artifact_type: str | None = Field(default=None, max_length=200)
+    #: the events as a JSON list of names, e.g. ["approved", "rejected"]
+    events: str = Field(max_length=500)
+    secret: str = Field(max_length=200)
+    allow_private: bool = False
+    active: bool = True
+    created_by: str = Field(max_length=200)
+    created_at: datetime = _when(nullable=False)
+    removed_at: datetime | None = _when(nullable=True)
+
+
+class WebhookDeliveryRow(SQLModel, table=True):
+    """The outbox: one message to one subscription, written in the transaction of the
+    transition it announces and sent (at least once) by a delivery worker. `message_id` is
+    the Standard Webhooks `webhook-id`, the same on every retry and replay; `lease_*` say
+    which worker is sending it and until when (as the artifacts' review leases do)."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (
+        sa.Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),
+        sa.Index("ix_webhook_deliveries_subscription", "subscription_id", "id"),
+        sa.Index("ix_webhook_deliveries_message", "message_id"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    message_id: str = Field(max_length=64)
+    subscription_id: str = Field(max_length=40, foreign_key="webhook_subscriptions.id")
+    event_type: str = Field(max_length=50)
+    artifact_id: str = Field(max_length=200)
+    event_seq: int
+    payload: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    created_at: datetime = _when(nullable=False)
+    status: str = Field(max_length=20)
+    attempts: int = 0
+    next_attempt_at: datetime = _when(nullable=False)
+    lease_owner: str | None = Field(default=None, max_length=200)
+    lease_expires_at: datetime | None = _when(nullable=True)
+    last_status_code: int | None = None
+    last_error: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    finished_at: datetime | None = _when(nullable=True)
+    #: the delivery this one replays (same message id), if any
+    replay_of: int | None = None
+
+
+class WebhookAttemptRow(SQLModel, table=True):
+    """One attempt to send a delivery: when, by which worker, the HTTP status (None when
+    no response came), how long it took and the error."""
+
+    __tablename__ = "webhook_attempts"
+
+    id: int | None = Field(default=None, primary_key=True)
+    delivery_id: int = Field(foreign_key="webhook_deliveries.id", ondelete="CASCADE", index=True)
+    attempt: int
+    attempted_at: datetime = _when(nullable=False)
+    status_code: int | None = None
+    latency_ms: float = 0.0
+    error: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    worker: str = Field(max_length=200)

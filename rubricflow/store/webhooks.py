@@ -1,0 +1,753 @@
+"""Webhook subscriptions, the outbox of deliveries and the log of their attempts.
+
+The outbox is written by `write_outbox`, which `ArtifactTransaction.transition` calls in
+the transaction of every transition: a transition that announces an event (see
+`announced_event`) writes one delivery per matching active subscription, committed with
+the transition or not at all. Delivery workers claim due deliveries with a lease (as
+workers claim reviews: PostgreSQL skips rows another worker holds locked, and a claim is a
+conditional write), send them, and record each attempt here; what counts as delivered,
+when to retry and when to give up is the worker's policy (`rubricflow.webhooks`).
+
+A subscription's secret is kept (it signs every delivery; the receiver holds the same) but
+never returned by `list`/`get`: only `claim` reads it, for the worker that signs.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from rubricflow.errors import NotFoundError, WebhookError
+from rubricflow.store._sql import as_utc, to_utc, utcnow
+from rubricflow.store.artifact_models import Artifact, ArtifactEvent, Change
+from rubricflow.store.database import Database
+from rubricflow.store.tables import (
+    EvaluationRow,
+    WebhookAttemptRow,
+    WebhookDeliveryRow,
+    WebhookSubscriptionRow,
+)
+
+__all__ = [
+    "DELIVERED",
+    "DELIVERY_STATUSES",
+    "EVENTS",
+    "EVENT_TYPE_PREFIX",
+    "FAILED",
+    "PENDING",
+    "ClaimedDelivery",
+    "DeliveryAttempt",
+    "WebhookDelivery",
+    "WebhookStore",
+    "WebhookSubscription",
+    "announced_event",
+    "write_outbox",
+]
+
+#: the events a subscription can ask for, in lifecycle order
+EVENTS: tuple[str, ...] = (
+    "submitted",
+    "approved",
+    "needs_revision",
+    "rejected",
+    "overridden",
+    "review_incomplete",
+)
+#: a payload's `type` is this prefix and the event: `artifact.approved`
+EVENT_TYPE_PREFIX = "artifact."
+
+PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
+DELIVERY_STATUSES: tuple[str, ...] = (PENDING, DELIVERED, FAILED)
+
+# The lifecycle's triggers (rubricflow.review.lifecycle.EDGES) and the event each
+# announces; docs/webhooks.md, "Events", is the table a user reads.
+_EVENT_OF_TRIGGER: dict[str, str] = {
+    "submit": "submitted",
+    "retry": "submitted",  # a dead letter a person sends back to the queue
+    "approve": "approved",  # by a passing review, or a person after await_approval
+    "request_revision": "needs_revision",
+    "reject": "rejected",
+    "override": "overridden",
+}
+# a review that could not finish (an error, an incomplete evaluation, an expired lease):
+# back to the queue, or dead-lettered at the limit; a worker handing a review back when
+# it stops fires `abort_review` too, but counts no failure and announces nothing
+_FAILURE_TRIGGERS = frozenset({"abort_review", "dead_letter"})
+
+_subscriptions = WebhookSubscriptionRow.__table__  # type: ignore[attr-defined]
+_deliveries = WebhookDeliveryRow.__table__  # type: ignore[attr-defined]
+_attempts = WebhookAttemptRow.__table__  # type: ignore[attr-defined]
+_evaluations = EvaluationRow.__table__  # type: ignore[attr-defined]
+
+
+def announced_event(trigger: str, *, failed: bool = False) -> str | None:
+    """The webhook event a transition by `trigger` announces (`failed`: it records a
+    failed review), or None for one that announces nothing (a claim, a revision...)."""
+    if trigger in _FAILURE_TRIGGERS:
+        return "review_incomplete" if failed else None
+    return _EVENT_OF_TRIGGER.get(trigger)
+
+
+# --- typed results ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class WebhookSubscription:
+    """A subscription as stored, without its secret."""
+
+    id: str
+    url: str
+    events: tuple[str, ...]
+    artifact_type: str | None
+    allow_private: bool
+    active: bool
+    created_by: str
+    created_at: datetime
+    removed_at: datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "url": self.url,
+            "events": list(self.events),
+            "artifact_type": self.artifact_type,
+            "allow_private": self.allow_private,
+            "active": self.active,
+            "created_by": self.created_by,
+            "created_at": self.created_at.isoformat(),
+            "removed_at": self.removed_at.isoformat() if self.removed_at else None,
+        }
+
+
+@dataclass(frozen=True)
+class WebhookDelivery:
+    """One message to one subscription, and how its sending stands."""
+
+    id: int
+    message_id: str
+    subscription_id: str
+    event_type: str
+    artifact_id: str
+    event_seq: int
+    payload: dict[str, Any]
+    created_at: datetime
+    status: str
+    attempts: int
+    next_attempt_at: datetime
+    last_status_code: int | None = None
+    last_error: str | None = None
+    finished_at: datetime | None = None
+    replay_of: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "message_id": self.message_id,
+            "subscription_id": self.subscription_id,
+            "event_type": self.event_type,
+            "artifact_id": self.artifact_id,
+            "event_seq": self.event_seq,
+            "payload": self.payload,
+            "created_at": self.created_at.isoformat(),
+            "status": self.status,
+            "attempts": self.attempts,
+            "next_attempt_at": self.next_attempt_at.isoformat(),
+            "last_status_code": self.last_status_code,
+            "last_error": self.last_error,
+            "finished_at": self.finished_at.isoformat() if self.finished_at else None,
+            "replay_of": self.replay_of,
+        }
+
+
+@dataclass(frozen=True)
+class DeliveryAttempt:
+    """One try at sending a delivery: the HTTP status (None: no response), how long it
+    took, and what went wrong."""
+
+    id: int
+    delivery_id: int
+    attempt: int
+    attempted_at: datetime
+    status_code: int | None
+    latency_ms: float
+    error: str | None
+    worker: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "delivery_id": self.delivery_id,
+            "attempt": self.attempt,
+            "attempted_at": self.attempted_at.isoformat(),
+            "status_code": self.status_code,
+            "latency_ms": self.latency_ms,
+            "error": self.error,
+            "worker": self.worker,
+        }
+
+
+@dataclass(frozen=True)
+class ClaimedDelivery:
+    """A delivery a worker holds the lease on, with what sending it needs: the exact body
+    (signed as stored), the subscription's URL, secret and whether it may reach private
+    addresses (and whether it is still active)."""
+
+    delivery: WebhookDelivery
+    body: str
+    url: str
+    secret: str = field(repr=False)
+    allow_private: bool
+    active: bool
+    owner: str
+
+
+# --- statements built once ----------------------------------------------------------------------
+_MATCHING = sa.select(_subscriptions.c.id).where(
+    _subscriptions.c.active,
+    _subscriptions.c.artifact_type.is_(None)
+    | (_subscriptions.c.artifact_type == sa.bindparam("artifact_type")),
+    _subscriptions.c.events.like(sa.bindparam("pattern"), escape="\\"),
+)
+_SCORES = sa.select(
+    _evaluations.c.id,
+    _evaluations.c.rubric_id,
+    _evaluations.c.rubric_version,
+    _evaluations.c.verdict,
+    _evaluations.c.passed,
+    _evaluations.c.score,
+).where(_evaluations.c.id.in_(sa.bindparam("ids", expanding=True)))
+_INSERT_DELIVERY = _deliveries.insert()
+_INSERT_ATTEMPT = _attempts.insert()
+_CLAIM = (
+    _deliveries.update()
+    .where(
+        _deliveries.c.id == sa.bindparam("match_id"),
+        _deliveries.c.status == PENDING,
+        _deliveries.c.lease_expires_at.is_(None)
+        | (_deliveries.c.lease_expires_at < sa.bindparam("now")),
+    )
+    .values(
+        lease_owner=sa.bindparam("owner"),
+        lease_expires_at=sa.bindparam("until"),
+        attempts=_deliveries.c.attempts + 1,
+    )
+)
+_FINISH = _deliveries.update().where(
+    _deliveries.c.id == sa.bindparam("match_id"),
+    _deliveries.c.lease_owner == sa.bindparam("match_owner"),
+)
+_RELEASE = (
+    _deliveries.update()
+    .where(
+        _deliveries.c.id == sa.bindparam("match_id"),
+        _deliveries.c.lease_owner == sa.bindparam("match_owner"),
+    )
+    .values(lease_owner=None, lease_expires_at=None, attempts=_deliveries.c.attempts - 1)
+)
+_CLAIMED = sa.select(
+    _deliveries,
+    _subscriptions.c.url,
+    _subscriptions.c.secret,
+    _subscriptions.c.allow_private,
+    _subscriptions.c.active,
+).join(_subscriptions, _subscriptions.c.id == _deliveries.c.subscription_id)
+
+
+def _pattern(event: str) -> str:
+    """The LIKE pattern that finds `event` in a subscription's JSON list of events."""
+    escaped = event.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f'%"{escaped}"%'
+
+
+def _iso(moment: datetime) -> str:
+    return to_utc(moment).isoformat().replace("+00:00", "Z")
+
+
+async def write_outbox(
+    connection: AsyncConnection, artifact: Artifact, change: Change, event: ArtifactEvent
+) -> int:
+    """In the transition's own transaction: one delivery of the event `change` announces
+    to each active subscription that asked for it (for the artifact's type, or for all);
+    how many were written. One indexed read when nothing matches."""
+    failed = change.failures is not None and change.failures > artifact.failures
+    name = announced_event(change.trigger, failed=failed)
+    if name is None:
+        return 0
+    matching = await connection.execute(
+        _MATCHING, {"artifact_type": artifact.type, "pattern": _pattern(name)}
+    )
+    subscription_ids = [row.id for row in matching]
+    if not subscription_ids:
+        return 0
+    evaluations: list[dict[str, Any]] = []
+    if event.evaluation_ids:
+        rows = {
+            row.id: row
+            for row in await connection.execute(_SCORES, {"ids": list(event.evaluation_ids)})
+        }
+        evaluations = [
+            {
+                "id": row.id,
+                "rubric_id": row.rubric_id,
+                "rubric_version": row.rubric_version,
+                "verdict": row.verdict,
+                "passed": bool(row.passed),
+                "score": row.score,
+            }
+            for row in (rows.get(i) for i in event.evaluation_ids)
+            if row is not None
+        ]
+    event_type = EVENT_TYPE_PREFIX + name
+    body = json.dumps(
+        {
+            "type": event_type,
+            "timestamp": _iso(event.created_at),
+            "data": {
+                "artifact_id": artifact.id,
+                "artifact_type": artifact.type,
+                "event": name,
+                "status": event.dest,
+                "previous_status": event.source,
+                "revision": event.revision,
+                "event_seq": event.seq,
+                "trigger": event.trigger,
+                "actor": event.actor,
+                "reason": event.reason,
+                "awaiting_approval": change.awaiting_approval,
+                "evaluations": evaluations,
+            },
+        },
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    message_id = f"msg_{uuid.uuid4().hex}"
+    now = utcnow()
+    await connection.execute(
+        _INSERT_DELIVERY,
+        [
+            {
+                "message_id": message_id,
+                "subscription_id": subscription_id,
+                "event_type": event_type,
+                "artifact_id": artifact.id,
+                "event_seq": event.seq,
+                "payload": body,
+                "created_at": now,
+                "status": PENDING,
+                "attempts": 0,
+                "next_attempt_at": now,
+                "lease_owner": None,
+                "lease_expires_at": None,
+                "last_status_code": None,
+                "last_error": None,
+                "finished_at": None,
+                "replay_of": None,
+            }
+            for subscription_id in subscription_ids
+        ],
+    )
+    return len(subscription_ids)
+
+
+def _subscription(row: Any) -> WebhookSubscription:
+    return WebhookSubscription(
+        id=row.id,
+        url=row.url,
+        events=tuple(json.loads(row.events)),
+        artifact_type=row.artifact_type,
+        allow_private=bool(row.allow_private),
+        active=bool(row.active),
+        created_by=row.created_by,
+        created_at=as_utc(row.created_at),
+        removed_at=as_utc(row.removed_at) if row.removed_at else None,
+    )
+
+
+def _delivery(row: Any) -> WebhookDelivery:
+    return WebhookDelivery(
+        id=int(row.id),
+        message_id=row.message_id,
+        subscription_id=row.subscription_id,
+        event_type=row.event_type,
+        artifact_id=row.artifact_id,
+        event_seq=int(row.event_seq),
+        payload=json.loads(row.payload),
+        created_at=as_utc(row.created_at),
+        status=row.status,
+        attempts=int(row.attempts),
+        next_attempt_at=as_utc(row.next_attempt_at),
+        last_status_code=row.last_status_code,
+        last_error=row.last_error,
+        finished_at=as_utc(row.finished_at) if row.finished_at else None,
+        replay_of=row.replay_of,
+    )
+
+
+def _attempt(row: Any) -> DeliveryAttempt:
+    return DeliveryAttempt(
+        id=int(row.id),
+        delivery_id=int(row.delivery_id),
+        attempt=int(row.attempt),
+        attempted_at=as_utc(row.attempted_at),
+        status_code=row.status_code,
+        latency_ms=float(row.latency_ms),
+        error=row.error,
+        worker=row.worker,
+    )
+
+
+def _no_subscription(subscription_id: str) -> NotFoundError:
+    return NotFoundError(
+        f"no webhook subscription {subscription_id!r}; `rubricflow webhooks list` shows them"
+    )
+
+
+def _no_delivery(delivery_id: int) -> NotFoundError:
+    return NotFoundError(
+        f"no webhook delivery {delivery_id}; `rubricflow webhooks log` shows the deliveries"
+    )
+
+
+class WebhookStore:
+    """Subscriptions, the outbox and the attempt log in one database."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    # --- subscriptions -------------------------------------------------------------------
+    async def add_subscription(
+        self,
+        *,
+        url: str,
+        events: Sequence[str],
+        artifact_type: str | None,
+        secret: str,
+        allow_private: bool,
+        actor: str,
+    ) -> WebhookSubscription:
+        """Store a new active subscription (checked by the caller) under a new id."""
+        subscription = WebhookSubscription(
+            id=f"wh_{uuid.uuid4().hex[:20]}",
+            url=url,
+            events=tuple(events),
+            artifact_type=artifact_type,
+            allow_private=allow_private,
+            active=True,
+            created_by=actor,
+            created_at=utcnow(),
+        )
+        async with self.database.transaction() as connection:
+            await connection.execute(
+                _subscriptions.insert(),
+                {
+                    "id": subscription.id,
+                    "url": url,
+                    "events": json.dumps(list(events)),
+                    "artifact_type": artifact_type,
+                    "secret": secret,
+                    "allow_private": allow_private,
+                    "active": True,
+                    "created_by": actor,
+                    "created_at": subscription.created_at,
+                    "removed_at": None,
+                },
+            )
+        return subscription
+
+    async def list_subscriptions(
+        self, *, include_removed: bool = False
+    ) -> list[WebhookSubscription]:
+        query = sa.select(_subscriptions).order_by(_subscriptions.c.created_at, _subscriptions.c.id)
+        if not include_removed:
+            query = query.where(_subscriptions.c.active)
+        async with self.database.read() as connection:
+            return [_subscription(row) for row in await connection.execute(query)]
+
+    async def get_subscription(self, subscription_id: str) -> WebhookSubscription:
+        async with self.database.read() as connection:
+            row = (
+                await connection.execute(
+                    sa.select(_subscriptions).where(_subscriptions.c.id == subscription_id)
+                )
+            ).first()
+        if row is None:
+            raise _no_subscription(subscription_id)
+        return _subscription(row)
+
+    async def remove_subscription(self, subscription_id: str) -> tuple[WebhookSubscription, int]:
+        """Deactivate a subscription (its log stays readable) and give up its pending
+        deliveries; the subscription as removed and how many deliveries were given up."""
+        now = utcnow()
+        async with self.database.transaction() as connection:
+            done = await connection.execute(
+                _subscriptions.update()
+                .where(_subscriptions.c.id == subscription_id, _subscriptions.c.active)
+                .values(active=False, removed_at=now)
+            )
+            if done.rowcount != 1:
+                row = (
+                    await connection.execute(
+                        sa.select(_subscriptions.c.id).where(_subscriptions.c.id == subscription_id)
+                    )
+                ).first()
+                if row is None:
+                    raise _no_subscription(subscription_id)
+                raise WebhookError(f"webhook subscription {subscription_id!r} is removed already")
+            given_up = await connection.execute(
+                _deliveries.update()
+                .where(
+                    _deliveries.c.subscription_id == subscription_id,
+                    _deliveries.c.status == PENDING,
+                )
+                .values(
+                    status=FAILED,
+                    last_error="the subscription was removed",
+                    finished_at=now,
+                    lease_owner=None,
+                    lease_expires_at=None,
+                )
+            )
+            row = (
+                await connection.execute(
+                    sa.select(_subscriptions).where(_subscriptions.c.id == subscription_id)
+                )
+            ).one()
+        return _subscription(row), int(given_up.rowcount)
+
+    # --- the delivery log ----------------------------------------------------------------
+    async def deliveries(
+        self,
+        *,
+        subscription_id: str | None = None,
+        status: str | None = None,
+        artifact_id: str | None = None,
+        event_type: str | None = None,
+        limit: int = 50,
+        before: int | None = None,
+    ) -> list[WebhookDelivery]:
+        """Deliveries, newest first; `before` (a delivery id) pages back in time."""
+        c = _deliveries.c
+        query = sa.select(_deliveries).order_by(c.id.desc()).limit(limit)
+        if subscription_id is not None:
+            query = query.where(c.subscription_id == subscription_id)
+        if status is not None:
+            query = query.where(c.status == status)
+        if artifact_id is not None:
+            query = query.where(c.artifact_id == artifact_id)
+        if event_type is not None:
+            query = query.where(c.event_type == event_type)
+        if before is not None:
+            query = query.where(c.id < before)
+        async with self.database.read() as connection:
+            return [_delivery(row) for row in await connection.execute(query)]
+
+    async def get_delivery(self, delivery_id: int) -> WebhookDelivery:
+        async with self.database.read() as connection:
+            row = (
+                await connection.execute(
+                    sa.select(_deliveries).where(_deliveries.c.id == delivery_id)
+                )
+            ).first()
+        if row is None:
+            raise _no_delivery(delivery_id)
+        return _delivery(row)
+
+    async def attempts(self, delivery_id: int) -> list[DeliveryAttempt]:
+        """Every attempt at a delivery, oldest first (`NotFoundError` for no delivery)."""
+        async with self.database.read() as connection:
+            exists = (
+                await connection.execute(
+                    sa.select(_deliveries.c.id).where(_deliveries.c.id == delivery_id)
+                )
+            ).first()
+            if exists is None:
+                raise _no_delivery(delivery_id)
+            rows = await connection.execute(
+                sa.select(_attempts)
+                .where(_attempts.c.delivery_id == delivery_id)
+                .order_by(_attempts.c.id)
+            )
+            return [_attempt(row) for row in rows]
+
+    async def counts(self) -> dict[str, int]:
+        """How many deliveries are in each status (the backlog is `pending`)."""
+        query = sa.select(_deliveries.c.status, sa.func.count()).group_by(_deliveries.c.status)
+        async with self.database.read() as connection:
+            found = {row[0]: int(row[1]) for row in await connection.execute(query)}
+        return {status: found.get(status, 0) for status in DELIVERY_STATUSES}
+
+    async def replay(self, delivery_id: int) -> WebhookDelivery:
+        """Queue a delivery again as a new delivery of the same message (same message id
+        and body, so a receiver that saw it already can tell), due now. Refused while the
+        delivery is still pending, or when its subscription was removed."""
+        now = utcnow()
+        async with self.database.transaction() as connection:
+            row = (
+                await connection.execute(
+                    sa.select(_deliveries, _subscriptions.c.active)
+                    .join(_subscriptions, _subscriptions.c.id == _deliveries.c.subscription_id)
+                    .where(_deliveries.c.id == delivery_id)
+                )
+            ).first()
+            if row is None:
+                raise _no_delivery(delivery_id)
+            if row.status == PENDING:
+                raise WebhookError(
+                    f"webhook delivery {delivery_id} is still pending (attempt {row.attempts} "
+                    f"made, next at {_iso(as_utc(row.next_attempt_at))}); replay it once it is "
+                    "delivered or failed"
+                )
+            if not row.active:
+                raise WebhookError(
+                    f"webhook delivery {delivery_id} belongs to subscription "
+                    f"{row.subscription_id!r}, which was removed; add the URL again "
+                    "(`rubricflow webhooks add`) to receive new events"
+                )
+            values = {
+                "message_id": row.message_id,
+                "subscription_id": row.subscription_id,
+                "event_type": row.event_type,
+                "artifact_id": row.artifact_id,
+                "event_seq": row.event_seq,
+                "payload": row.payload,
+                "created_at": now,
+                "status": PENDING,
+                "attempts": 0,
+                "next_attempt_at": now,
+                "lease_owner": None,
+                "lease_expires_at": None,
+                "last_status_code": None,
+                "last_error": None,
+                "finished_at": None,
+                "replay_of": delivery_id,
+            }
+            inserted = await connection.execute(
+                _deliveries.insert().returning(_deliveries.c.id), values
+            )
+            new_id = int(inserted.scalar_one())
+        return await self.get_delivery(new_id)
+
+    # --- delivery workers ----------------------------------------------------------------
+    async def claim(
+        self, *, owner: str, lease_until: datetime, now: datetime | None = None, limit: int = 10
+    ) -> list[ClaimedDelivery]:
+        """Take the lease on up to `limit` due deliveries (pending, their time come, not
+        leased or their lease expired), oldest due first; each claim counts an attempt.
+        PostgreSQL skips rows other workers hold locked; the conditional write makes each
+        delivery one worker's at a time."""
+        now = now or utcnow()
+        c = _deliveries.c
+        due = (
+            sa.select(c.id)
+            .where(
+                c.status == PENDING,
+                c.next_attempt_at <= now,
+                c.lease_expires_at.is_(None) | (c.lease_expires_at < now),
+            )
+            .order_by(c.next_attempt_at, c.id)
+            .limit(limit)
+        )
+        async with self.database.transaction() as connection:
+            if connection.dialect.name == "postgresql":
+                due = due.with_for_update(skip_locked=True)
+            ids = [row.id for row in await connection.execute(due)]
+            claimed: list[int] = []
+            for delivery_id in ids:
+                done = await connection.execute(
+                    _CLAIM,
+                    {"match_id": delivery_id, "now": now, "owner": owner, "until": lease_until},
+                )
+                if done.rowcount == 1:
+                    claimed.append(delivery_id)
+            if not claimed:
+                return []
+            rows = await connection.execute(
+                _CLAIMED.where(c.id.in_(claimed)).order_by(c.next_attempt_at, c.id)
+            )
+            return [
+                ClaimedDelivery(
+                    delivery=_delivery(row),
+                    body=row.payload,
+                    url=row.url,
+                    secret=row.secret,
+                    allow_private=bool(row.allow_private),
+                    active=bool(row.active),
+                    owner=owner,
+                )
+                for row in rows
+            ]
+
+    async def record_attempt(
+        self,
+        claimed: ClaimedDelivery,
+        *,
+        status: str,
+        status_code: int | None,
+        latency_ms: float,
+        error: str | None,
+        next_attempt_at: datetime | None = None,
+        attempted_at: datetime | None = None,
+    ) -> bool:
+        """Log one attempt and leave the delivery in `status` (pending again, with its
+        `next_attempt_at`; delivered; failed), releasing the lease. False when this worker
+        no longer held the lease (it expired and another took over): the attempt is
+        logged, the delivery left as the other worker leaves it."""
+        delivery = claimed.delivery
+        now = utcnow()
+        values: dict[str, Any] = {
+            "match_id": delivery.id,
+            "match_owner": claimed.owner,
+            "status": status,
+            "last_status_code": status_code,
+            "last_error": error,
+            "lease_owner": None,
+            "lease_expires_at": None,
+            "finished_at": None if status == PENDING else now,
+            "next_attempt_at": next_attempt_at or delivery.next_attempt_at,
+        }
+        async with self.database.transaction() as connection:
+            await connection.execute(
+                _INSERT_ATTEMPT,
+                {
+                    "delivery_id": delivery.id,
+                    "attempt": delivery.attempts,
+                    "attempted_at": attempted_at or now,
+                    "status_code": status_code,
+                    "latency_ms": latency_ms,
+                    "error": error,
+                    "worker": claimed.owner,
+                },
+            )
+            done = await connection.execute(_FINISH, values)
+        return bool(done.rowcount == 1)
+
+    async def release(self, claimed: ClaimedDelivery) -> bool:
+        """Hand a claimed delivery back unsent (its worker is stopping): due at once for
+        any worker, the claim's attempt not counted. False when the lease had passed."""
+        async with self.database.transaction() as connection:
+            done = await connection.execute(
+                _RELEASE, {"match_id": claimed.delivery.id, "match_owner": claimed.owner}
+            )
+        return bool(done.rowcount == 1)
+
+    async def next_due(self) -> datetime | None:
+        """When the earliest pending delivery is due (None: nothing pending)."""
+        c = _deliveries.c
+        # a leased delivery is due again only when its lease runs out
+        due_at = sa.case(
+            (c.lease_expires_at > c.next_attempt_at, c.lease_expires_at), else_=c.next_attempt_at
+        )
+        async with self.database.read() as connection:
+            value = (
+                await connection.execute(sa.select(sa.func.min(due_at)).where(c.status == PENDING))
+            ).scalar_one()
+        if value is None:
+            return None
+        if isinstance(value, str):  # SQLite hands back a CASE over times as text
+            value = datetime.fromisoformat(value)
+        return as_utc(value)
