@@ -91,15 +91,11 @@ def test_an_upward_import_is_caught(tmp_path: Path) -> None:
 def test_faces_only_start_each_other(tmp_path: Path) -> None:
     """The CLI may import another face's package to start it, never its modules."""
     src = _copy_package(tmp_path)
-    server = src / "rubricflow" / "server"
-    server.mkdir()
-    (server / "__init__.py").write_text("def run() -> None: ...\n", encoding="utf-8")
-    (server / "app.py").write_text("APP = None\n", encoding="utf-8")
     launcher = src / "rubricflow" / "cli" / "serve_launcher.py"
-    launcher.write_text("from rubricflow.server import run\n", encoding="utf-8")
+    launcher.write_text("from rubricflow.server import create_app\n", encoding="utf-8")
     assert lint_imports(cwd=tmp_path, pythonpath=src).returncode == 0
 
-    _append(launcher, "from rubricflow.server.app import APP\n")
+    _append(launcher, "from rubricflow.server.app import create_app_from_env\n")
     result = lint_imports(cwd=tmp_path, pythonpath=src)
     assert result.returncode != 0
     assert "rubricflow.cli.serve_launcher -> rubricflow.server.app" in broken_report(result.stdout)

@@ -28,7 +28,10 @@ from rubricflow.cli import (
     rubric_files,
     rubrics,
     runs,
+    serve,
+    tokens,
     types,
+    webhooks,
     worker,
 )
 from rubricflow.cli.shared import EXIT_INTERNAL, EXIT_USAGE, err, out
@@ -109,9 +112,12 @@ app.add_typer(runs.runs_app, name="runs", cls=FullHelpGroup)
 app.add_typer(types.types_app, name="types", cls=FullHelpGroup)
 app.add_typer(artifacts.artifacts_app, name="artifacts", cls=FullHelpGroup)
 app.command("worker")(worker.worker_command)
+app.add_typer(webhooks.webhooks_app, name="webhooks", cls=FullHelpGroup)
 app.command("report")(report.report_command)
 app.command("compare")(report.compare_command)
 app.command("calibrate")(calibrate.calibrate_command)
+app.command("serve")(serve.serve_command)
+app.add_typer(tokens.tokens_app, name="tokens", cls=FullHelpGroup)
 
 
 class _ClosedPipeSafe:

@@ -21,16 +21,19 @@ from rubricflow.store.evaluations import (
 from rubricflow.store.judge_cache import StoreJudgeCache
 from rubricflow.store.rubrics import RegisteredRubric, RubricRegistry, RubricVersionInfo
 from rubricflow.store.runs import RunOverview, RunStore
+from rubricflow.store.tokens import ApiToken, IssuedToken, TokenStore
 from rubricflow.store.url import DB_ENV, DEFAULT_URL, resolve_url
 from rubricflow.store.webhooks import WebhookStore
 
 __all__ = [
     "DB_ENV",
     "DEFAULT_URL",
+    "ApiToken",
     "CriterionPassRate",
     "Database",
     "EvaluationFilter",
     "EvaluationStore",
+    "IssuedToken",
     "JudgeUsage",
     "RegisteredRubric",
     "RubricRegistry",
@@ -40,6 +43,7 @@ __all__ = [
     "Store",
     "StoreJudgeCache",
     "StoredEvaluation",
+    "TokenStore",
     "WebhookStore",
     "resolve_url",
 ]
@@ -47,7 +51,7 @@ __all__ = [
 
 class Store:
     """One database and its repositories: `rubrics`, `evaluations`, `judge_cache`, `runs`,
-    `webhooks`."""
+    `tokens`, `webhooks`."""
 
     def __init__(self, database: Database) -> None:
         self.database = database
@@ -56,6 +60,7 @@ class Store:
         self.judge_cache = StoreJudgeCache(database)
         self.runs = RunStore(database)
         self.webhooks = WebhookStore(database)
+        self.tokens = TokenStore(database)
 
     @classmethod
     async def open(cls, url: str | None = None, *, upgrade: bool = False) -> Store:

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from sqlmodel import Field, SQLModel
 
 __all__ = [
+    "ApiTokenRow",
     "ArtifactEventRow",
     "ArtifactRevisionRow",
     "ArtifactRow",
@@ -293,6 +294,24 @@ class ArtifactEventRow(SQLModel, table=True):
     reason: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
     evaluation_ids: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
     created_at: datetime = _when(nullable=False)
+
+
+class ApiTokenRow(SQLModel, table=True):
+    """An API token: its name (the actor it records), role, allowed artifact types and the
+    SHA-256 of its secret. The secret itself is shown once and never stored."""
+
+    __tablename__ = "api_tokens"
+
+    id: str = Field(primary_key=True, max_length=40)
+    name: str = Field(max_length=200, unique=True)
+    role: str = Field(max_length=20)
+    types: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    secret_hash: str = Field(max_length=64)
+    created_by: str = Field(max_length=200)
+    created_at: datetime = _when(nullable=False)
+    expires_at: datetime | None = _when(nullable=True)
+    revoked_at: datetime | None = _when(nullable=True)
+
 
 class WebhookSubscriptionRow(SQLModel, table=True):
     """A webhook subscription: where to POST which events (of one artifact type, or of

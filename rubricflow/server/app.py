@@ -1,0 +1,91 @@
+"""The app factory: `create_app(settings)` gives the FastAPI application of the API.
+
+The app opens the application core (`Application`) over its store when it starts and
+closes it when it stops; background services (the embedded review worker, the webhook
+deliverer) run beside the requests and stop within the grace period. Users who mount
+the API in their own ASGI stack call `create_app` themselves, optionally with an
+`Application` they opened (then they close it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from importlib import metadata
+
+from fastapi import FastAPI
+
+from rubricflow.application import Application
+from rubricflow.server.limits import BodyLimitMiddleware
+from rubricflow.server.problems import PROBLEM_RESPONSES, install_problem_handlers
+from rubricflow.server.routes import routers
+from rubricflow.server.services import for_settings
+from rubricflow.server.settings import ServerSettings
+
+__all__ = ["create_app", "create_app_from_env"]
+
+
+_DESCRIPTION = """\
+The rubricflow review gate over HTTP: submit artifacts, learn the decision, review
+rubrics and runs, and score content without storing it.
+
+Every endpoint but `/healthz`, `/readyz` and `/openapi.json` needs an API token
+(`Authorization: Bearer <token>`; an admin creates one with `rubricflow tokens
+create`). Errors are `application/problem+json` (RFC 9457).
+"""
+
+
+def create_app(
+    settings: ServerSettings | None = None,
+    *,
+    application: Application | None = None,
+) -> FastAPI:
+    """The API as a FastAPI application. Give `application` to serve a store you opened
+    (you close it); otherwise the app opens `settings.db` when it starts."""
+    settings = settings or ServerSettings()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        core = application or await Application.open(settings.db)
+        app.state.application = core
+        app.state.explain_refusal = core.artifacts.explain_refusal
+        stop = asyncio.Event()
+        app.state.stopping = stop
+        tasks: list[asyncio.Task[None]] = [
+            asyncio.create_task(
+                service(core, settings, stop), name=getattr(service, "__name__", "service")
+            )
+            for service in for_settings(settings)
+        ]
+        try:
+            yield
+        finally:
+            stop.set()
+            if tasks:
+                _, pending = await asyncio.wait(tasks, timeout=settings.grace_seconds + 5)
+                for task in pending:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+            if application is None:
+                await core.close()
+
+    app = FastAPI(
+        title="rubricflow",
+        version=metadata.version("rubricflow"),
+        description=_DESCRIPTION,
+        lifespan=lifespan,
+        responses={k: v for k, v in PROBLEM_RESPONSES.items() if k in (401, 422)},
+    )
+    app.state.settings = settings
+    install_problem_handlers(app)
+    for router in routers():
+        app.include_router(router)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    return app
+
+
+def create_app_from_env() -> FastAPI:
+    """The app with settings from RUBRICFLOW_SERVER_* variables: what each uvicorn worker
+    process of `rubricflow serve --workers N` builds."""
+    return create_app(ServerSettings.from_env())

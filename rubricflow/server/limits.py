@@ -1,0 +1,100 @@
+"""Request body limits, as ASGI middleware: a body over the limit is refused with 413
+before the application reads it (by its Content-Length), or as soon as a streamed body
+passes the limit."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from rubricflow.server.problems import PROBLEM_JSON
+
+__all__ = ["BodyLimitMiddleware"]
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class BodyLimitMiddleware:
+    """Refuse request bodies over `max_bytes` with a 413 problem."""
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def _refuse(self, scope: Scope, send: Send) -> None:
+        body = json.dumps(
+            {
+                "type": "urn:rubricflow:problem:payload-too-large",
+                "title": "Content Too Large",
+                "status": 413,
+                "detail": f"the request body is over this server's limit of {self.max_bytes} "
+                "bytes (RUBRICFLOW_SERVER_MAX_BODY_BYTES); send less, e.g. split a batch",
+                "instance": scope.get("path", ""),
+            }
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", PROBLEM_JSON.encode()),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = -1
+                if declared > self.max_bytes:
+                    await self._refuse(scope, send)
+                    return
+        received = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise _TooLarge
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except _TooLarge:
+            if not started:
+                await self._refuse(scope, send)
+        except Exception as error:  # an error wrapping ours (an exception group)
+            if _wraps_too_large(error) and not started:
+                await self._refuse(scope, send)
+            else:
+                raise
+
+
+def _wraps_too_large(error: BaseException) -> bool:
+    inner: Any = getattr(error, "exceptions", None)
+    if inner:
+        return any(isinstance(e, _TooLarge) or _wraps_too_large(e) for e in inner)
+    cause = error.__cause__ or error.__context__
+    return isinstance(cause, _TooLarge)

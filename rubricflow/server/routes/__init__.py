@@ -1,0 +1,14 @@
+"""The API's routers, one module per resource; `routers()` lists them in the order the
+OpenAPI document shows them."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+__all__ = ["routers"]
+
+
+def routers() -> list[APIRouter]:
+    from rubricflow.server.routes import health, tokens
+
+    return [health.router, tokens.router]

@@ -1,0 +1,54 @@
+"""What a server process runs beside its requests: the embedded review worker (for
+deferred submissions) and, once webhooks exist, their deliverer. Each runs until the
+server stops, then finishes what ends within the grace period."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from rubricflow.application import Application
+from rubricflow.server.settings import ServerSettings
+
+__all__ = ["BackgroundService", "for_settings", "review_worker"]
+
+_log = logging.getLogger("rubricflow.server")
+
+#: a service that runs beside the requests until its `stop` event is set
+BackgroundService = Callable[
+    [Application, ServerSettings, asyncio.Event], Coroutine[Any, Any, None]
+]
+
+
+async def review_worker(
+    application: Application, settings: ServerSettings, stop: asyncio.Event
+) -> None:
+    """Review deferred submissions until `stop`; then in-flight reviews get the grace
+    period and the rest are handed back for another worker."""
+    from rubricflow.review.worker import Worker
+
+    worker = Worker(
+        application.artifacts,
+        concurrency=settings.review_workers,
+        grace_seconds=settings.grace_seconds,
+    )
+    running = asyncio.create_task(worker.run())
+    stopped = asyncio.create_task(stop.wait())
+    await asyncio.wait({running, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    if not running.done():
+        worker.stop()
+    stopped.cancel()
+    try:
+        await running
+    except Exception:
+        _log.exception("the embedded review worker stopped with an error")
+
+
+def for_settings(settings: ServerSettings) -> list[BackgroundService]:
+    """The background services `settings` asks for."""
+    services: list[BackgroundService] = []
+    if settings.review_workers > 0:
+        services.append(review_worker)
+    return services

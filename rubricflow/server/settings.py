@@ -1,0 +1,100 @@
+"""How a server runs: its store, whether it asks for tokens, its limits. Read from the
+`rubricflow serve` options, or from the environment when uvicorn starts several worker
+processes (each builds its app from `ServerSettings.from_env()`)."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from rubricflow.errors import ConfigurationError
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "ServerSettings", "is_loopback"]
+
+DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
+_ENV_PREFIX = "RUBRICFLOW_SERVER_"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (an address to bind, or `localhost`) reaches this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """The server's configuration. `auth=False` (`--no-auth`) is allowed only on a
+    loopback address: then every request acts as the local admin."""
+
+    db: str | None = None
+    host: str = "127.0.0.1"
+    auth: bool = True
+    #: the biggest request body accepted, in bytes (RUBRICFLOW_SERVER_MAX_BODY_BYTES)
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    #: review workers each server process runs for deferred submissions (0: none)
+    review_workers: int = 1
+    #: seconds a stopping server gives reviews in progress before handing them back
+    grace_seconds: float = 10.0
+    #: the judge for rubrics that need one (`provider:model@url`); the server's choice
+    #: only, never a request's
+    judge: str | None = None
+    #: deliver webhooks from this process
+    webhooks: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.auth and not is_loopback(self.host):
+            raise ConfigurationError(
+                f"--no-auth serves without tokens, so it binds only to a loopback address, "
+                f"not {self.host!r}; drop --no-auth (and create tokens with 'rubricflow "
+                "tokens create') or bind to 127.0.0.1"
+            )
+        if self.max_body_bytes < 1024:
+            raise ConfigurationError(
+                f"max_body_bytes must be at least 1024, got {self.max_body_bytes}"
+            )
+        if self.review_workers < 0:
+            raise ConfigurationError("review_workers must be 0 or more")
+        if self.grace_seconds < 0:
+            raise ConfigurationError("grace_seconds must be 0 or more")
+
+    def to_env(self) -> dict[str, str]:
+        """These settings as environment variables, for worker processes to read."""
+        env: dict[str, str] = {}
+        for name, value in asdict(self).items():
+            if value is None:
+                continue
+            env[_ENV_PREFIX + name.upper()] = (
+                ("1" if value else "0") if isinstance(value, bool) else str(value)
+            )
+        return env
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> ServerSettings:
+        """Settings from RUBRICFLOW_SERVER_* variables (the database from RUBRICFLOW_DB
+        when RUBRICFLOW_SERVER_DB is not set)."""
+        environ = dict(os.environ if environ is None else environ)
+        values: dict[str, Any] = {}
+        for spec in fields(cls):
+            key = _ENV_PREFIX + spec.name.upper()
+            if key not in environ:
+                continue
+            text = environ[key]
+            default = getattr(cls, spec.name, None)
+            try:
+                if isinstance(default, bool):
+                    values[spec.name] = text.strip().lower() in {"1", "true", "yes", "on"}
+                elif isinstance(default, int):
+                    values[spec.name] = int(text)
+                elif isinstance(default, float):
+                    values[spec.name] = float(text)
+                else:
+                    values[spec.name] = text
+            except ValueError:
+                raise ConfigurationError(f"{key}={text!r} is not a number") from None
+        return cls(**values)

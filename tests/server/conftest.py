@@ -1,0 +1,168 @@
+"""Fixtures for the HTTP API tests: real `rubricflow serve` processes (uvicorn) on a free
+port, driven over HTTP with httpx, on a SQLite file or the test PostgreSQL server.
+
+`start_server(db_url, *args)` starts one and waits until /healthz answers; it is stopped
+(SIGTERM) after the test. `issue_token(db_url, role, ...)` creates a token in the store
+the way `rubricflow tokens create` does and returns its secret.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+from review.conftest import (  # the review suite's PostgreSQL scratch databases
+    PG_DEFAULT,
+    PG_ENV,
+    PostgresServer,
+    pg_session_url,
+    run_blocking,
+)
+
+from rubricflow.store import Store
+
+__all__ = ["pg_session_url"]
+
+STARTUP_SECONDS = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class RunningServer:
+    """A `rubricflow serve` process and how to reach it."""
+
+    process: subprocess.Popen[bytes]
+    url: str
+    db_url: str
+    log: Path
+    tokens: dict[str, str] = field(default_factory=dict)
+
+    def client(self, token: str | None = None, **options: object) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30, **options)  # type: ignore[arg-type]
+
+    def async_client(self, token: str | None = None) -> httpx.AsyncClient:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.AsyncClient(base_url=self.url, headers=headers, timeout=30)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+                raise AssertionError(
+                    f"the server did not stop within {timeout} s of signal {sig}:\n"
+                    + self.output()[-4000:]
+                ) from None
+        return int(self.process.returncode)
+
+
+def spawn_server(
+    db_url: str, *args: str, log: Path, env: dict[str, str] | None = None
+) -> RunningServer:
+    """Start `rubricflow serve` on a free port and wait for /healthz."""
+    port = free_port()
+    command = [sys.executable, "-m", "rubricflow", "serve", "--db", db_url, "--port", str(port)]
+    environment = {**os.environ, **(env or {})}
+    handle = log.open("wb")
+    process = subprocess.Popen(
+        [*command, *args], stdout=handle, stderr=subprocess.STDOUT, env=environment
+    )
+    server = RunningServer(process, f"http://127.0.0.1:{port}", db_url, log)
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"the server exited with {process.returncode}:\n{server.output()}")
+        try:
+            if httpx.get(f"{server.url}/healthz", timeout=1).status_code == 200:
+                return server
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    server.stop(signal.SIGKILL)
+    raise AssertionError(
+        f"the server did not answer within {STARTUP_SECONDS} s:\n{server.output()}"
+    )
+
+
+def issue_token(
+    db_url: str, role: str, *, name: str | None = None, types: Sequence[str] = ()
+) -> str:
+    """A new token's secret, created in the store at `db_url`."""
+
+    async def create() -> str:
+        async with await Store.open(db_url) as store:
+            issued = await store.tokens.create(
+                name or f"{role}-{os.urandom(3).hex()}", role=role, types=types, created_by="tests"
+            )
+            return issued.secret
+
+    return str(run_blocking(create()))
+
+
+@pytest.fixture
+def start_server(tmp_path: Path) -> Iterator[Callable[..., RunningServer]]:
+    """Start servers for this test; each is stopped at its end."""
+    servers: list[RunningServer] = []
+
+    def start(db_url: str, *args: str, env: dict[str, str] | None = None) -> RunningServer:
+        server = spawn_server(db_url, *args, log=tmp_path / f"server-{len(servers)}.log", env=env)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop(signal.SIGKILL if server.process.poll() is None else signal.SIGTERM)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def server_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty store for a server: a SQLite file, or the session's PostgreSQL database."""
+    if request.param == "sqlite":
+        url = f"sqlite+aiosqlite:///{tmp_path / 'server.db'}"
+        run_blocking(_migrate(url))
+        return url
+    url = str(request.getfixturevalue("pg_session_url"))
+    PostgresServer(os.environ.get(PG_ENV, PG_DEFAULT)).empty(url)
+    return url
+
+
+@pytest.fixture
+def sqlite_db(tmp_path: Path) -> str:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'server.db'}"
+    run_blocking(_migrate(url))
+    return url
+
+
+async def _migrate(url: str) -> None:
+    store = await Store.open(url)
+    await store.close()
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
