@@ -9,6 +9,6 @@ __all__ = ["routers"]
 
 
 def routers() -> list[APIRouter]:
-    from rubricflow.server.routes import health, tokens
+    from rubricflow.server.routes import health, tokens, webhooks
 
-    return [health.router, tokens.router]
+    return [health.router, tokens.router, webhooks.router]
