@@ -12,7 +12,7 @@ from typing import Any
 from rubricflow.application import Application
 from rubricflow.server.settings import ServerSettings
 
-__all__ = ["BackgroundService", "for_settings", "review_worker"]
+__all__ = ["BackgroundService", "for_settings", "review_worker", "webhook_deliverer"]
 
 _log = logging.getLogger("rubricflow.server")
 
@@ -46,9 +46,22 @@ async def review_worker(
         _log.exception("the embedded review worker stopped with an error")
 
 
+async def webhook_deliverer(
+    application: Application, settings: ServerSettings, stop: asyncio.Event
+) -> None:
+    """Deliver webhooks until `stop`, woken by every transition that may announce an
+    event; sends in flight at the stop are handed back for the next deliverer."""
+    try:
+        await application.webhooks.run_delivery_worker(stop)
+    except Exception:
+        _log.exception("the webhook deliverer stopped with an error")
+
+
 def for_settings(settings: ServerSettings) -> list[BackgroundService]:
     """The background services `settings` asks for."""
     services: list[BackgroundService] = []
     if settings.review_workers > 0:
         services.append(review_worker)
+    if settings.webhooks:
+        services.append(webhook_deliverer)
     return services

@@ -1,0 +1,260 @@
+"""Webhook subscriptions and their delivery log, for admins: subscribe a URL to artifact
+events (the signing secret is in the response, once), list, remove, read the log and its
+attempts, replay a delivery. The SSRF guard refuses private addresses unless the admin
+allows them for that subscription."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+
+from rubricflow.server.auth import Admin, AppDep
+from rubricflow.server.problems import PROBLEM_RESPONSES
+from rubricflow.webhooks import (
+    DeliveryAttempt,
+    WebhookDelivery,
+    WebhookSubscription,
+)
+
+__all__ = ["router"]
+
+router = APIRouter(
+    prefix="/v1/webhooks",
+    tags=["webhooks"],
+    responses={k: PROBLEM_RESPONSES[k] for k in (403, 404)},
+)
+
+_MAX_ID = 200
+
+
+class WebhookCreate(BaseModel):
+    url: str = Field(min_length=1, max_length=2000, description="http(s) URL to POST events to")
+    events: list[str] = Field(
+        min_length=1,
+        max_length=20,
+        description="submitted, approved, needs_revision, rejected, overridden, "
+        "review_incomplete, or all",
+    )
+    artifact_type: str | None = Field(
+        default=None, max_length=_MAX_ID, description="Only this type's events; null: every type"
+    )
+    allow_private: bool = Field(
+        default=False,
+        description="Allow a loopback, link-local or private address (refused otherwise)",
+    )
+
+
+class WebhookOut(BaseModel):
+    id: str
+    url: str
+    events: list[str]
+    artifact_type: str | None
+    allow_private: bool
+    active: bool
+    created_by: str
+    created_at: datetime
+    removed_at: datetime | None = None
+
+    @classmethod
+    def of(cls, subscription: WebhookSubscription) -> WebhookOut:
+        return cls(
+            id=subscription.id,
+            url=subscription.url,
+            events=list(subscription.events),
+            artifact_type=subscription.artifact_type,
+            allow_private=subscription.allow_private,
+            active=subscription.active,
+            created_by=subscription.created_by,
+            created_at=subscription.created_at,
+            removed_at=subscription.removed_at,
+        )
+
+
+class WebhookCreated(WebhookOut):
+    secret: str = Field(description="Verifies the signatures (Standard Webhooks): shown once")
+
+
+class WebhookRemoved(WebhookOut):
+    pending_given_up: int
+
+
+class AttemptOut(BaseModel):
+    attempt: int
+    attempted_at: datetime
+    status_code: int | None
+    latency_ms: float
+    error: str | None
+    worker: str
+
+    @classmethod
+    def of(cls, attempt: DeliveryAttempt) -> AttemptOut:
+        return cls(
+            attempt=attempt.attempt,
+            attempted_at=attempt.attempted_at,
+            status_code=attempt.status_code,
+            latency_ms=attempt.latency_ms,
+            error=attempt.error,
+            worker=attempt.worker,
+        )
+
+
+class DeliveryOut(BaseModel):
+    id: int
+    message_id: str = Field(description="The webhook-id header: the same on every retry")
+    subscription_id: str
+    event_type: str
+    artifact_id: str
+    event_seq: int
+    payload: dict[str, Any]
+    created_at: datetime
+    status: str
+    attempts: int
+    next_attempt_at: datetime
+    last_status_code: int | None = None
+    last_error: str | None = None
+    finished_at: datetime | None = None
+    replay_of: int | None = None
+
+    @classmethod
+    def of(cls, delivery: WebhookDelivery) -> DeliveryOut:
+        return cls(
+            id=delivery.id,
+            message_id=delivery.message_id,
+            subscription_id=delivery.subscription_id,
+            event_type=delivery.event_type,
+            artifact_id=delivery.artifact_id,
+            event_seq=delivery.event_seq,
+            payload=delivery.payload,
+            created_at=delivery.created_at,
+            status=delivery.status,
+            attempts=delivery.attempts,
+            next_attempt_at=delivery.next_attempt_at,
+            last_status_code=delivery.last_status_code,
+            last_error=delivery.last_error,
+            finished_at=delivery.finished_at,
+            replay_of=delivery.replay_of,
+        )
+
+
+class DeliveryDetail(DeliveryOut):
+    attempt_log: list[AttemptOut]
+
+
+class Backlog(BaseModel):
+    pending: int = 0
+    delivered: int = 0
+    failed: int = 0
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=WebhookCreated,
+    summary="Subscribe a URL to artifact events",
+    responses={422: PROBLEM_RESPONSES[422]},
+)
+async def add_webhook(body: WebhookCreate, principal: Admin, application: AppDep) -> WebhookCreated:
+    created = await application.webhooks.add(
+        body.url,
+        body.events,
+        actor=principal.name,
+        artifact_type=body.artifact_type,
+        allow_private=body.allow_private,
+    )
+    return WebhookCreated(**WebhookOut.of(created.subscription).model_dump(), secret=created.secret)
+
+
+@router.get("", response_model=list[WebhookOut], summary="List webhook subscriptions")
+async def list_webhooks(
+    principal: Admin, application: AppDep, include_removed: bool = False
+) -> list[WebhookOut]:
+    subscriptions = await application.webhooks.list(include_removed=include_removed)
+    return [WebhookOut.of(s) for s in subscriptions]
+
+
+@router.get("/backlog", response_model=Backlog, summary="Deliveries pending, delivered, failed")
+async def webhook_backlog(principal: Admin, application: AppDep) -> Backlog:
+    counts = await application.webhooks.backlog()
+    return Backlog(**{k: v for k, v in counts.items() if k in Backlog.model_fields})
+
+
+@router.get(
+    "/deliveries",
+    response_model=list[DeliveryOut],
+    summary="The delivery log, newest first",
+    responses={422: PROBLEM_RESPONSES[422]},
+)
+async def list_deliveries(
+    principal: Admin,
+    application: AppDep,
+    subscription_id: str | None = Query(default=None, max_length=_MAX_ID),
+    status: Literal["pending", "delivered", "failed"] | None = None,
+    artifact_id: str | None = Query(default=None, max_length=_MAX_ID),
+    event: str | None = Query(default=None, max_length=50),
+    limit: int = Query(default=50, ge=1, le=1000),
+    before: int | None = Query(default=None, ge=1, le=2**62, description="Page back from here"),
+) -> list[DeliveryOut]:
+    deliveries = await application.webhooks.deliveries(
+        subscription_id,
+        status,
+        artifact_id=artifact_id,
+        event=event,
+        limit=limit,
+        before=before,
+    )
+    return [DeliveryOut.of(d) for d in deliveries]
+
+
+@router.get(
+    "/deliveries/{delivery_id}",
+    response_model=DeliveryDetail,
+    summary="One delivery and every attempt at it",
+)
+async def get_delivery(delivery_id: int, principal: Admin, application: AppDep) -> DeliveryDetail:
+    _check_delivery_id(delivery_id)
+    delivery = await application.webhooks.delivery(delivery_id)
+    attempts = await application.webhooks.attempts(delivery_id)
+    return DeliveryDetail(
+        **DeliveryOut.of(delivery).model_dump(), attempt_log=[AttemptOut.of(a) for a in attempts]
+    )
+
+
+@router.post(
+    "/deliveries/{delivery_id}/replay",
+    status_code=202,
+    response_model=DeliveryOut,
+    summary="Send a delivery again (same webhook-id and body)",
+    responses={409: PROBLEM_RESPONSES[409], 422: PROBLEM_RESPONSES[422]},
+)
+async def replay_delivery(delivery_id: int, principal: Admin, application: AppDep) -> DeliveryOut:
+    _check_delivery_id(delivery_id)
+    return DeliveryOut.of(await application.webhooks.replay(delivery_id))
+
+
+@router.get("/{subscription_id}", response_model=WebhookOut, summary="One subscription")
+async def get_webhook(subscription_id: str, principal: Admin, application: AppDep) -> WebhookOut:
+    return WebhookOut.of(await application.webhooks.get(subscription_id))
+
+
+@router.delete(
+    "/{subscription_id}",
+    response_model=WebhookRemoved,
+    summary="Remove a subscription (its pending deliveries are given up; its log stays)",
+)
+async def remove_webhook(
+    subscription_id: str, principal: Admin, application: AppDep
+) -> WebhookRemoved:
+    removed = await application.webhooks.remove(subscription_id)
+    return WebhookRemoved(
+        **WebhookOut.of(removed.subscription).model_dump(), pending_given_up=removed.given_up
+    )
+
+
+def _check_delivery_id(delivery_id: int) -> None:
+    from rubricflow.errors import NotFoundError
+
+    if not 1 <= delivery_id <= 2**62:
+        raise NotFoundError(f"no webhook delivery {delivery_id}")
