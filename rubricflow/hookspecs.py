@@ -106,10 +106,17 @@ class RubricflowHookSpecs:
 
     @hookspec
     def rubricflow_artifact_transition(self, event: Mapping[str, Any]) -> Any:
-        """Called after an artifact transition has been committed, with the event as a
-        mapping (artifact_id, seq, revision, trigger, source, dest, actor, reason,
-        evaluation_ids, created_at).
+        """The review service's one event bus: called once per event, after the
+        transaction that wrote it committed, with the event as a mapping whose `kind` says
+        what happened:
 
-        May be a plain function or return an awaitable (async listeners are awaited).
-        A listener that raises is logged; it neither undoes nor blocks the transition.
+        - `"artifact.transition"`: an artifact transition (artifact_id, seq, revision,
+          trigger, source, dest, actor, reason, evaluation_ids, created_at);
+        - `"evaluation.stored"`: an evaluation a review stored (evaluation_id,
+          artifact_id, revision, rubric_id, rubric_version, verdict, passed, score,
+          coverage, created_at).
+
+        A listener ignores the kinds it does not handle (more may come). May be a plain
+        function or return an awaitable (async listeners are awaited). A listener that
+        raises is logged; it neither undoes nor blocks what happened.
         """

@@ -238,9 +238,10 @@ class PluginRegistry:
         return list(self._infos.values())
 
     async def notify(self, event: Mapping[str, Any]) -> None:
-        """Tell artifact-transition listeners about a committed transition: `tryfirst`
-        listeners first, then the others in registration order, `trylast` ones last; a
-        listener that raises is logged and skipped."""
+        """Tell the listeners about a committed event (a transition, a stored evaluation:
+        `rubricflow.review.events`): `tryfirst` listeners first, then the others in
+        registration order, `trylast` ones last; a listener that raises is logged and
+        skipped."""
         impls = self.manager.hook.rubricflow_artifact_transition.get_hookimpls()
         first = [impl for impl in impls if impl.tryfirst]
         last = [impl for impl in impls if impl.trylast]
@@ -255,7 +256,7 @@ class PluginRegistry:
                     "listener %s failed on artifact %s %s; the transition stands",
                     impl.plugin_name,
                     event.get("artifact_id"),
-                    event.get("trigger"),
+                    event.get("trigger", event.get("kind")),
                 )
 
 
