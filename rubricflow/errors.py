@@ -18,6 +18,7 @@ __all__ = [
     "NotFoundError",
     "PluginConflictError",
     "PluginError",
+    "PreconditionFailedError",
     "Problem",
     "ReviewError",
     "RubricLoadError",
@@ -133,6 +134,22 @@ class IllegalTransitionError(ReviewError):
 
 class ArtifactConflictError(ReviewError):
     """Another writer changed the artifact first (optimistic lock); reload and retry."""
+
+
+class PreconditionFailedError(ArtifactConflictError):
+    """A change named the artifact version it expects (HTTP `If-Match`), and the artifact
+    is at another one, or another writer moved it on while the change was applied: nothing
+    was written. Reload the artifact and decide again."""
+
+    def __init__(self, artifact_id: str, expected: int, current: int | None = None) -> None:
+        self.artifact_id = artifact_id
+        self.expected = expected
+        self.current = current
+        now = f"it is at version {current}" if current is not None else "another writer moved it on"
+        super().__init__(
+            f"artifact {artifact_id!r} is no longer at version {expected} (If-Match): {now}; "
+            "nothing was changed: reload it and retry with its current ETag"
+        )
 
 
 class ContentValidationError(ReviewError):

@@ -27,6 +27,7 @@ from rubricflow.errors import (
     IllegalTransitionError,
     NotFoundError,
     PluginError,
+    PreconditionFailedError,
     ReviewError,
     RubricflowError,
     RubricLoadError,
@@ -54,6 +55,7 @@ _log = logging.getLogger("rubricflow.server")
 _STATUS: tuple[tuple[type[RubricflowError], int, str], ...] = (
     (NotFoundError, 404, "not-found"),
     (IllegalTransitionError, 409, "illegal-transition"),
+    (PreconditionFailedError, 412, "precondition-failed"),
     (ArtifactConflictError, 409, "conflict"),
     (RubricVersionConflictError, 409, "version-conflict"),
     (SchemaOutdatedError, 503, "schema-outdated"),
