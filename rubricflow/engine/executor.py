@@ -10,9 +10,18 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import inspect
+import sys
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable, Mapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Iterable,
+    Mapping,
+)
 from datetime import datetime, timezone
 from decimal import Decimal
 from fractions import Fraction
@@ -20,10 +29,19 @@ from typing import Any
 
 from rubricflow.engine.aggregate import aggregate, criterion_passed
 from rubricflow.engine.feedback import build_feedback
+from rubricflow.engine.isolation import (
+    TIMEOUT_ENV,
+    IsolationPlan,
+    IsolationSettings,
+    isolation_plan,
+    isolation_settings,
+    score_isolated,
+)
 from rubricflow.errors import ConfigurationError
 from rubricflow.model import Criterion, Rubric, UnscoredPolicy
 from rubricflow.plugins import PluginRegistry, default_plugins
 from rubricflow.results import CriterionResult, Evaluation, Target
+from rubricflow.scorers.deterministic import resolve_function
 from rubricflow.scoring import ScoringContext, error_result
 from rubricflow.targets import as_target
 
@@ -51,7 +69,11 @@ def resolve_method(criterion: Criterion) -> str:
 
 
 async def _score_one(
-    criterion: Criterion, target: Target, context: ScoringContext, limit: asyncio.Semaphore
+    criterion: Criterion,
+    target: Target,
+    context: ScoringContext,
+    limit: asyncio.Semaphore,
+    budget: float | None = None,
 ) -> CriterionResult:
     method = resolve_method(criterion)
     scorer = context.plugins.scorers.get(method)
@@ -66,13 +88,73 @@ async def _score_one(
     async with limit:
         started = time.perf_counter()
         try:
-            result = await scorer.score(criterion, target, context)
+            if budget is None:
+                result = await scorer.score(criterion, target, context)
+            else:  # an in-process check: bounded while it awaits (a sync one cannot be)
+                result = await _within(budget, scorer.score(criterion, target, context))
+                if result is None:
+                    result = error_result(
+                        criterion,
+                        method,
+                        f"check {criterion.scoring.function!r} exceeded its wall-clock budget "
+                        f"of {budget:g} s ({TIMEOUT_ENV}); raise it or fix the check",
+                    )
         except (Exception, SystemExit) as error:
             result = error_result(
                 criterion, method, f"scorer {method!r} raised {type(error).__name__}: {error}"
             )
         elapsed = (time.perf_counter() - started) * 1000
     return _finish(criterion, result, method, context, elapsed)
+
+
+async def _within(budget: float, scoring: Awaitable[Any]) -> Any:
+    """What `scoring` gives, or None when it ran past `budget` seconds (a TimeoutError of
+    its own, such as the regex limit's, is its own)."""
+    if sys.version_info >= (3, 11):
+        deadline = asyncio.timeout(budget)
+        try:
+            async with deadline:
+                return await scoring
+        except TimeoutError:
+            if deadline.expired():
+                return None
+            raise
+    task = asyncio.ensure_future(scoring)
+    done, _ = await asyncio.wait({task}, timeout=budget)
+    if not done:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return None
+    return task.result()
+
+
+def _awaits(criterion: Criterion, context: ScoringContext) -> bool:
+    """Whether a deterministic criterion's check is a coroutine function (which the
+    wall-clock budget can stop while it awaits)."""
+    if criterion.scoring.method != "deterministic":
+        return False
+    function, _ = resolve_function(criterion.scoring.function or "", context)
+    return function is not None and inspect.iscoroutinefunction(function)
+
+
+async def _score_isolated(
+    plan: IsolationPlan,
+    target: Target,
+    context: ScoringContext,
+    limit: asyncio.Semaphore,
+    settings: IsolationSettings,
+) -> list[CriterionResult]:
+    """The criteria that run in the check process pool: one hop for all of them, taking
+    one concurrency slot."""
+    async with limit:
+        started = time.perf_counter()
+        produced = await score_isolated(plan, target, settings)
+        elapsed = (time.perf_counter() - started) * 1000
+    return [
+        _finish(route.criterion, produced[route.criterion.id], route.method, context, elapsed)
+        for route in plan.routes
+    ]
 
 
 async def _score_group(
@@ -112,9 +194,15 @@ async def _score_all(
 ) -> tuple[CriterionResult, ...]:
     """Every criterion's result, in rubric order; criteria of a group scorer are scored
     in one `score_group` call per scorer."""
+    settings = isolation_settings()
+    plan = isolation_plan(rubric, context, settings.mode)
+    isolated = plan.ids if plan is not None else frozenset()
+    budget = None if settings.mode == "off" else settings.timeout
     groups: dict[str, list[Criterion]] = {}
     singles: list[Criterion] = []
     for criterion in rubric.criteria:
+        if criterion.id in isolated:
+            continue
         method = resolve_method(criterion)
         scorer = context.plugins.scorers.get(method)
         if scorer is not None and callable(getattr(scorer, "score_group", None)):
@@ -122,11 +210,21 @@ async def _score_all(
         else:
             singles.append(criterion)
     batches = await asyncio.gather(
-        *(_score_one(criterion, target, context, limit) for criterion in singles),
+        *(
+            _score_one(
+                criterion,
+                target,
+                context,
+                limit,
+                budget if budget is not None and _awaits(criterion, context) else None,
+            )
+            for criterion in singles
+        ),
         *(
             _score_group(method, members, target, context, limit)
             for method, members in groups.items()
         ),
+        *([_score_isolated(plan, target, context, limit, settings)] if plan is not None else []),
     )
     by_id: dict[str, CriterionResult] = {}
     for batch in batches:

@@ -2,18 +2,28 @@
 
 Valid content scores the highest level (or MET); invalid content the lowest level (or
 UNMET) with every validation error, path and message, as evidence.
+
+A schema comes from a rubric, so its regular expressions are untrusted: `pattern`,
+`patternProperties` and the `additionalProperties` that depends on them run on bounded
+patterns (`rubricflow.scorers.patterns`: RE2, or `regex` with a time limit), not on
+Python's backtracking `re`. What else a schema can make expensive (`anyOf`s that refer to
+each other, `unevaluatedProperties` beside a backtracking `patternProperties`) is bounded
+by the check process pool's budgets (`rubricflow.engine.isolation`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from functools import cache, lru_cache
 from typing import Any
 
-from jsonschema import FormatChecker, validators
+from jsonschema import FormatChecker, ValidationError, validators
 from jsonschema.protocols import Validator
 
 from rubricflow.model import Criterion
 from rubricflow.results import CriterionResult, Target, canonical_json
+from rubricflow.scorers.patterns import BoundedPattern, compile_bounded, regex_timeout
 from rubricflow.scoring import CheckResult, ScoringContext, error_result, result_from_value
 
 __all__ = ["SchemaScorer"]
@@ -24,6 +34,72 @@ def _json_path(parts: Any) -> str:
     for part in parts:
         path += f"[{part}]" if isinstance(part, int) else f".{part}"
     return path
+
+
+@lru_cache(maxsize=1024)
+def _compiled(pattern: str, timeout: float) -> BoundedPattern:
+    return compile_bounded(pattern, timeout=timeout, where="the JSON Schema")
+
+
+def _search(pattern: str, text: str) -> bool:
+    return _compiled(pattern, regex_timeout()).search(text) is not None
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not _search(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(
+    validator: Any, patterns: Any, instance: Any, schema: Any
+) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            if _search(pattern, key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(original: Any) -> Any:
+    """`additionalProperties`, matching `patternProperties` on bounded patterns (jsonschema's
+    own matches them with `re`); without `patternProperties` it is the original."""
+
+    def keyword(validator: Any, allowed: Any, instance: Any, schema: Any) -> Any:
+        patterns = schema.get("patternProperties")
+        if not patterns or not validator.is_type(instance, "object"):
+            yield from original(validator, allowed, instance, schema)
+            return
+        properties = schema.get("properties", {})
+        extras = {
+            key
+            for key in instance
+            if key not in properties and not any(_search(p, key) for p in patterns)
+        }
+        if validator.is_type(allowed, "object"):
+            for extra in extras:
+                yield from validator.descend(instance[extra], allowed, path=extra)
+        elif not allowed and extras:
+            verb = "does" if len(extras) == 1 else "do"
+            joined = ", ".join(repr(each) for each in sorted(extras))
+            listed = ", ".join(repr(each) for each in sorted(patterns))
+            yield ValidationError(f"{joined} {verb} not match any of the regexes: {listed}")
+
+    return keyword
+
+
+@cache
+def _bounded_validator(cls: Any) -> Any:
+    """`cls` with its regex keywords on bounded patterns."""
+    keywords = getattr(cls, "VALIDATORS", {})
+    replaced: dict[str, Any] = {}
+    if "pattern" in keywords:
+        replaced["pattern"] = _pattern
+    if "patternProperties" in keywords:
+        replaced["patternProperties"] = _pattern_properties
+    if "additionalProperties" in keywords:
+        replaced["additionalProperties"] = _additional_properties(keywords["additionalProperties"])
+    return validators.extend(cls, replaced) if replaced else cls  # type: ignore[no-untyped-call]
 
 
 class SchemaScorer:
@@ -37,7 +113,7 @@ class SchemaScorer:
         key = canonical_json(schema)
         validator = self._validators.get(key)
         if validator is None:
-            cls = validators.validator_for(schema)
+            cls = _bounded_validator(validators.validator_for(schema))
             validator = cls(schema, format_checker=FormatChecker())
             self._validators[key] = validator
         return validator
