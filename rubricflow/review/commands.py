@@ -2,7 +2,12 @@
 `submission.py`): define a type, create an artifact, revise it, and the human decisions
 (approve, reject, override, withdraw, archive, supersede, retry). Each reads the artifact, asks
 the lifecycle where the trigger leads (refused with `IllegalTransitionError` when it may
-not), and commits the transition in one transaction."""
+not), and commits the transition in one transaction.
+
+Every command on an existing artifact takes `expected_version`: the artifact version the
+caller based its decision on (HTTP `If-Match`). Another version is refused with
+`PreconditionFailedError` before anything is decided, and the write stays conditional on
+that version, so a change that races another writer is refused too, never lost."""
 
 from __future__ import annotations
 
@@ -13,7 +18,14 @@ from typing import Any
 from jsonschema import SchemaError, validators
 
 from rubricflow.errors import ConfigurationError, NotFoundError, ReviewError
-from rubricflow.review.context import ReviewContext, check_json, named, why
+from rubricflow.review.context import (
+    ReviewContext,
+    check_json,
+    check_version,
+    expect_version,
+    named,
+    why,
+)
 from rubricflow.review.lifecycle import CREATE
 from rubricflow.store.artifacts import Artifact, ArtifactType, NewArtifact
 
@@ -83,30 +95,71 @@ class ArtifactCommands:
         await context.notify(event)
         return artifact
 
-    async def approve(self, artifact_id: str, *, actor: str, reason: str) -> Artifact:
+    async def approve(
+        self,
+        artifact_id: str,
+        *,
+        actor: str,
+        reason: str,
+        expected_version: int | None = None,
+    ) -> Artifact:
         """A named human approves an artifact whose review passed and awaits approval
         (refused while the review still runs: the lifecycle's guard)."""
-        return await self._decide(artifact_id, "approve", actor, why, reason)
+        return await self._decide(artifact_id, "approve", actor, why, reason, expected_version)
 
-    async def reject(self, artifact_id: str, *, actor: str, reason: str) -> Artifact:
-        return await self._decide(artifact_id, "reject", actor, why, reason)
+    async def reject(
+        self,
+        artifact_id: str,
+        *,
+        actor: str,
+        reason: str,
+        expected_version: int | None = None,
+    ) -> Artifact:
+        return await self._decide(artifact_id, "reject", actor, why, reason, expected_version)
 
-    async def override(self, artifact_id: str, *, actor: str, reason: str) -> Artifact:
+    async def override(
+        self,
+        artifact_id: str,
+        *,
+        actor: str,
+        reason: str,
+        expected_version: int | None = None,
+    ) -> Artifact:
         """A named human approves despite the rubrics; the reason is on the record."""
-        return await self._decide(artifact_id, "override", actor, why, reason)
+        return await self._decide(artifact_id, "override", actor, why, reason, expected_version)
 
     async def withdraw(
-        self, artifact_id: str, *, actor: str, reason: str | None = None
+        self,
+        artifact_id: str,
+        *,
+        actor: str,
+        reason: str | None = None,
+        expected_version: int | None = None,
     ) -> Artifact:
-        return await self._decide(artifact_id, "withdraw", actor, None, reason)
+        return await self._decide(artifact_id, "withdraw", actor, None, reason, expected_version)
 
-    async def archive(self, artifact_id: str, *, actor: str, reason: str | None = None) -> Artifact:
-        return await self._decide(artifact_id, "archive", actor, None, reason)
+    async def archive(
+        self,
+        artifact_id: str,
+        *,
+        actor: str,
+        reason: str | None = None,
+        expected_version: int | None = None,
+    ) -> Artifact:
+        return await self._decide(artifact_id, "archive", actor, None, reason, expected_version)
 
-    async def retry(self, artifact_id: str, *, actor: str, reason: str | None = None) -> Artifact:
+    async def retry(
+        self,
+        artifact_id: str,
+        *,
+        actor: str,
+        reason: str | None = None,
+        expected_version: int | None = None,
+    ) -> Artifact:
         """Send a dead-lettered artifact back to the queue (`retry`), first in line, its
         count of failed reviews reset: a person says the cause is fixed."""
         artifact = await self._context.repository.get(artifact_id)
+        check_version(artifact, expected_version)
         change = self._context.change(
             artifact,
             "retry",
@@ -114,11 +167,17 @@ class ArtifactCommands:
             reason=reason or "retried after the cause of its failed reviews was fixed",
             queued_at=None,
         )
-        written, _ = await self._context.commit(artifact, change)
+        written, _ = await self._context.commit(artifact, change, expected_version=expected_version)
         return written
 
     async def supersede(
-        self, artifact_id: str, *, actor: str, reason: str, by: str | None = None
+        self,
+        artifact_id: str,
+        *,
+        actor: str,
+        reason: str,
+        by: str | None = None,
+        expected_version: int | None = None,
     ) -> Artifact:
         """Retire an artifact that another one replaces (from `draft`, `needs_revision` or
         `approved`); `by` names the replacing artifact, which must exist. The event's
@@ -126,6 +185,7 @@ class ArtifactCommands:
         who, because = named(actor), why(reason)
         repository = self._context.repository
         artifact = await repository.get(artifact_id)
+        check_version(artifact, expected_version)
         if by is not None:
             by = by.strip()
             if by == artifact.id:
@@ -142,14 +202,25 @@ class ArtifactCommands:
                     "name its id with --by"
                 ) from None
             because = f"superseded by {by}: {because}"
-        return await self._apply(artifact, "supersede", actor=who, reason=because)
+        return await self._apply(
+            artifact, "supersede", actor=who, reason=because, expected_version=expected_version
+        )
 
-    async def revise(self, artifact_id: str, content: Any, *, actor: str, reason: str) -> Artifact:
+    async def revise(
+        self,
+        artifact_id: str,
+        content: Any,
+        *,
+        actor: str,
+        reason: str,
+        expected_version: int | None = None,
+    ) -> Artifact:
         """New content as a new revision (in `draft`); the old revision is superseded."""
         check_json(content, "content")
         context = self._context
         lifecycle = context.lifecycle
         artifact = await context.repository.get(artifact_id)
+        check_version(artifact, expected_version)
         who, because = named(actor), why(reason)
         change = context.change(
             artifact,
@@ -159,18 +230,19 @@ class ArtifactCommands:
             queued_at=None,
             revision=artifact.revision + 1,
         )
-        async with context.repository.transaction() as tx:
-            # the version check first: a writer that lost the race stops here with a
-            # conflict, before it writes the revision row the winner has written
-            event, moved = await tx.write_transition(artifact, change)
-            revised = await tx.add_revision(
-                artifact,
-                content,
-                actor=who,
-                reason=because,
-                status=lifecycle.new_revision_state,
-                retired_status=lifecycle.retired_revision_state,
-            )
+        with expect_version(artifact, expected_version):
+            async with context.repository.transaction() as tx:
+                # the version check first: a writer that lost the race stops here with a
+                # conflict, before it writes the revision row the winner has written
+                event, moved = await tx.write_transition(artifact, change)
+                revised = await tx.add_revision(
+                    artifact,
+                    content,
+                    actor=who,
+                    reason=because,
+                    status=lifecycle.new_revision_state,
+                    retired_status=lifecycle.retired_revision_state,
+                )
         await context.notify(event)
         return moved.model_copy(
             update={"content": revised.content, "content_hash": revised.content_hash}
@@ -183,17 +255,27 @@ class ArtifactCommands:
         actor: str,
         required: Callable[[str], str] | None,
         reason: str | None,
+        expected_version: int | None = None,
     ) -> Artifact:
         """Fire a person's `trigger` on the artifact as it is now; `required` checks the
         reason when the decision needs one."""
         artifact = await self._context.repository.get(artifact_id)
+        check_version(artifact, expected_version)
         who = named(actor)
         because = required(reason or "") if required is not None else reason
-        return await self._apply(artifact, trigger, actor=who, reason=because)
+        return await self._apply(
+            artifact, trigger, actor=who, reason=because, expected_version=expected_version
+        )
 
     async def _apply(
-        self, artifact: Artifact, trigger: str, *, actor: str, reason: str | None
+        self,
+        artifact: Artifact,
+        trigger: str,
+        *,
+        actor: str,
+        reason: str | None,
+        expected_version: int | None = None,
     ) -> Artifact:
         change = self._context.change(artifact, trigger, actor=actor, reason=reason)
-        written, _ = await self._context.commit(artifact, change)
+        written, _ = await self._context.commit(artifact, change, expected_version=expected_version)
         return written

@@ -7,12 +7,13 @@ event bus: `rubricflow.review.events`)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from rubricflow.errors import ReviewError
+from rubricflow.errors import ArtifactConflictError, PreconditionFailedError, ReviewError
 from rubricflow.formats.document import lone_surrogate
 from rubricflow.plugins import PluginRegistry
 from rubricflow.results import Evaluation
@@ -36,6 +37,8 @@ __all__ = [
     "SYSTEM_ACTOR",
     "ReviewContext",
     "check_json",
+    "check_version",
+    "expect_version",
     "named",
     "utcnow",
     "why",
@@ -99,12 +102,19 @@ class ReviewContext:
         )
 
     async def commit(
-        self, artifact: Artifact, change: Change, *, seq: int | None = None
+        self,
+        artifact: Artifact,
+        change: Change,
+        *,
+        seq: int | None = None,
+        expected_version: int | None = None,
     ) -> tuple[Artifact, ArtifactEvent]:
         """Write `change` in one transaction and announce it: the artifact as written and
-        its event. Raises `ArtifactConflictError` when another writer came first."""
-        async with self.repository.transaction() as tx:
-            event, written = await tx.write_transition(artifact, change, seq=seq)
+        its event. Raises `ArtifactConflictError` when another writer came first
+        (`PreconditionFailedError` when the caller named the version it expects)."""
+        with expect_version(artifact, expected_version):
+            async with self.repository.transaction() as tx:
+                event, written = await tx.write_transition(artifact, change, seq=seq)
         await self.notify(event)
         return written, event
 
@@ -122,6 +132,32 @@ class ReviewContext:
             await self.plugins.notify(
                 evaluation_event(evaluation, artifact_id=artifact.id, revision=artifact.revision)
             )
+
+
+def check_version(artifact: Artifact, expected_version: int | None) -> None:
+    """`PreconditionFailedError` when the caller expects another version of `artifact` than
+    the one read (HTTP `If-Match`); checked before anything else is decided."""
+    if expected_version is not None and artifact.version != expected_version:
+        raise PreconditionFailedError(artifact.id, expected_version, artifact.version)
+
+
+@contextmanager
+def expect_version(artifact: Artifact, expected_version: int | None) -> Iterator[None]:
+    """Hold a change to the artifact version its caller expects (HTTP `If-Match`): refused
+    with `PreconditionFailedError` when `artifact` (as read) is at another version, and
+    when the write inside the block loses the race to another writer. The write itself is
+    conditional on the version read (the store's optimistic lock), so the check and the
+    write are one atomic step: no lost update."""
+    if expected_version is None:
+        yield
+        return
+    check_version(artifact, expected_version)
+    try:
+        yield
+    except PreconditionFailedError:
+        raise
+    except ArtifactConflictError:
+        raise PreconditionFailedError(artifact.id, expected_version) from None
 
 
 def check_json(value: Any, what: str) -> None:

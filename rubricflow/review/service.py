@@ -17,7 +17,7 @@ persists them (`rubricflow.store.artifacts`).
 from __future__ import annotations
 
 import builtins
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 from rubricflow.errors import IllegalTransitionError
@@ -191,7 +191,9 @@ class ArtifactRegistry:
         it; None when nothing changed in time. For long polls."""
         return await self.live.wait_for_change(artifact_id, after=after, timeout=timeout)
 
-    def events(self, artifact_id: str, *, after_seq: int = 0) -> AsyncIterator[ArtifactEvent]:
+    def events(
+        self, artifact_id: str, *, after_seq: int = 0
+    ) -> AsyncGenerator[ArtifactEvent, None]:
         """The artifact's events after `after_seq`: the stored ones first, then each new one
         as it commits, without end (close the iterator when done). For event streams."""
         return self.live.events(artifact_id, after_seq=after_seq)
@@ -204,15 +206,24 @@ class ArtifactRegistry:
 
     # --- submission and reviews ------------------------------------------------------------
     async def submit_for_review(
-        self, artifact_id: str, *, actor: str, defer: bool = False
+        self,
+        artifact_id: str,
+        *,
+        actor: str,
+        defer: bool = False,
+        expected_version: int | None = None,
     ) -> ReviewOutcome:
         """Queue the artifact for review and, unless `defer` (or the type has
         `auto_review: false`), review it now in this process.
 
         Refused before anything changes when the content breaks the type's schema or the
-        type binds no rubrics.
+        type binds no rubrics. `expected_version` (every change takes it): the artifact
+        version the caller decided on (HTTP `If-Match`); another one, or another writer
+        first, is `PreconditionFailedError` and nothing changes.
         """
-        return await self.submitter.submit(artifact_id, actor=actor, defer=defer)
+        return await self.submitter.submit(
+            artifact_id, actor=actor, defer=defer, expected_version=expected_version
+        )
 
     async def claim(self, artifact_id: str, *, worker: str) -> Artifact:
         """Start the review of this queued artifact (or take over an expired lease)."""
@@ -252,41 +263,112 @@ class ArtifactRegistry:
             type_name=type_name, status=DEAD_LETTERED, limit=limit, offset=offset
         )
 
-    async def retry(self, artifact_id: str, *, actor: str, reason: str | None = None) -> Artifact:
+    async def retry(
+        self,
+        artifact_id: str,
+        *,
+        actor: str,
+        reason: str | None = None,
+        expected_version: int | None = None,
+    ) -> Artifact:
         """Send a dead-lettered artifact back to the queue, its failures forgiven."""
-        return await self.commands.retry(artifact_id, actor=actor, reason=reason)
+        return await self.commands.retry(
+            artifact_id, actor=actor, reason=reason, expected_version=expected_version
+        )
 
     # --- human decisions and edits -------------------------------------------------------
-    async def approve(self, artifact_id: str, *, actor: str, reason: str) -> Artifact:
+    # Each takes `expected_version` (HTTP `If-Match`): see `submit_for_review`.
+    async def approve(
+        self,
+        artifact_id: str,
+        *,
+        actor: str,
+        reason: str,
+        expected_version: int | None = None,
+    ) -> Artifact:
         """A named human approves an artifact whose review passed and awaits approval."""
-        return await self.commands.approve(artifact_id, actor=actor, reason=reason)
+        return await self.commands.approve(
+            artifact_id, actor=actor, reason=reason, expected_version=expected_version
+        )
 
-    async def reject(self, artifact_id: str, *, actor: str, reason: str) -> Artifact:
-        return await self.commands.reject(artifact_id, actor=actor, reason=reason)
+    async def reject(
+        self,
+        artifact_id: str,
+        *,
+        actor: str,
+        reason: str,
+        expected_version: int | None = None,
+    ) -> Artifact:
+        return await self.commands.reject(
+            artifact_id, actor=actor, reason=reason, expected_version=expected_version
+        )
 
-    async def override(self, artifact_id: str, *, actor: str, reason: str) -> Artifact:
+    async def override(
+        self,
+        artifact_id: str,
+        *,
+        actor: str,
+        reason: str,
+        expected_version: int | None = None,
+    ) -> Artifact:
         """A named human approves despite the rubrics; the reason is on the record."""
-        return await self.commands.override(artifact_id, actor=actor, reason=reason)
+        return await self.commands.override(
+            artifact_id, actor=actor, reason=reason, expected_version=expected_version
+        )
 
-    async def revise(self, artifact_id: str, content: Any, *, actor: str, reason: str) -> Artifact:
+    async def revise(
+        self,
+        artifact_id: str,
+        content: Any,
+        *,
+        actor: str,
+        reason: str,
+        expected_version: int | None = None,
+    ) -> Artifact:
         """New content as a new revision (back in `draft`); the old revision is superseded."""
-        return await self.commands.revise(artifact_id, content, actor=actor, reason=reason)
+        return await self.commands.revise(
+            artifact_id, content, actor=actor, reason=reason, expected_version=expected_version
+        )
 
     async def withdraw(
-        self, artifact_id: str, *, actor: str, reason: str | None = None
+        self,
+        artifact_id: str,
+        *,
+        actor: str,
+        reason: str | None = None,
+        expected_version: int | None = None,
     ) -> Artifact:
-        return await self.commands.withdraw(artifact_id, actor=actor, reason=reason)
+        return await self.commands.withdraw(
+            artifact_id, actor=actor, reason=reason, expected_version=expected_version
+        )
 
-    async def archive(self, artifact_id: str, *, actor: str, reason: str | None = None) -> Artifact:
-        return await self.commands.archive(artifact_id, actor=actor, reason=reason)
+    async def archive(
+        self,
+        artifact_id: str,
+        *,
+        actor: str,
+        reason: str | None = None,
+        expected_version: int | None = None,
+    ) -> Artifact:
+        return await self.commands.archive(
+            artifact_id, actor=actor, reason=reason, expected_version=expected_version
+        )
 
     async def supersede(
-        self, artifact_id: str, *, actor: str, reason: str, by: str | None = None
+        self,
+        artifact_id: str,
+        *,
+        actor: str,
+        reason: str,
+        by: str | None = None,
+        expected_version: int | None = None,
     ) -> Artifact:
         """Retire an artifact that another one replaces (from `draft`, `needs_revision` or
         `approved`); `by` names the replacing artifact, which must exist. The event's
         reason reads "superseded by BY: REASON"."""
-        return await self.commands.supersede(artifact_id, actor=actor, reason=reason, by=by)
+        return await self.commands.supersede(
+            artifact_id, actor=actor, reason=reason, by=by, expected_version=expected_version
+        )
 
     # --- messages for people ---------------------------------------------------------------
     async def explain_refusal(self, error: IllegalTransitionError) -> str:

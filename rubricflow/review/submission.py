@@ -18,7 +18,14 @@ from jsonschema import FormatChecker, validators
 
 from rubricflow.errors import ArtifactConflictError, ContentValidationError, ReviewError
 from rubricflow.review.claims import ReviewClaims
-from rubricflow.review.context import INLINE_GRACE_SECONDS, ReviewContext, named, utcnow
+from rubricflow.review.context import (
+    INLINE_GRACE_SECONDS,
+    ReviewContext,
+    check_version,
+    expect_version,
+    named,
+    utcnow,
+)
 from rubricflow.review.reviewing import Reviewer, ReviewOutcome, no_rubrics
 from rubricflow.store.artifacts import Artifact, ArtifactType
 
@@ -33,16 +40,25 @@ class ArtifactSubmitter:
         self._claims = claims
         self._reviewer = reviewer
 
-    async def submit(self, artifact_id: str, *, actor: str, defer: bool = False) -> ReviewOutcome:
+    async def submit(
+        self,
+        artifact_id: str,
+        *,
+        actor: str,
+        defer: bool = False,
+        expected_version: int | None = None,
+    ) -> ReviewOutcome:
         """Queue the artifact for review and, unless `defer` (or the type has
         `auto_review: false`), review it now in this process.
 
         Refused before anything changes when the content breaks the type's schema or the
-        type binds no rubrics.
+        type binds no rubrics, or (`PreconditionFailedError`) when the artifact is not at
+        `expected_version` as it is submitted.
         """
         context = self._context
         async with context.repository.transaction() as tx:
             artifact, artifact_type, last_seq, reviewed = await tx.get_for_submit(artifact_id)
+            check_version(artifact, expected_version)
             check_content(artifact, artifact_type)
             if not artifact_type.rubrics:
                 raise no_rubrics(artifact_type, artifact_id)
@@ -56,17 +72,15 @@ class ArtifactSubmitter:
             # the claim; should this process die in between, workers take it after the
             # grace period
             grace = timedelta(seconds=min(context.lease_seconds, INLINE_GRACE_SECONDS))
-            event, artifact = await tx.write_transition(
+            change = context.change(
                 artifact,
-                context.change(
-                    artifact,
-                    "submit",
-                    actor=named(actor),
-                    reason="submitted",
-                    queued_at=utcnow() + grace if inline else utcnow(),
-                ),
-                seq=last_seq + 1,
+                "submit",
+                actor=named(actor),
+                reason="submitted",
+                queued_at=utcnow() + grace if inline else utcnow(),
             )
+            with expect_version(artifact, expected_version):
+                event, artifact = await tx.write_transition(artifact, change, seq=last_seq + 1)
         await context.notify(event)
         if not inline:
             return ReviewOutcome(artifact, queued=True, reason="queued for a worker")
