@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping
+from collections.abc import AsyncGenerator, Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from rubricflow.errors import ReviewError
@@ -257,7 +257,9 @@ class LiveStatus:
                 if remaining <= 0 or not await watch.wait(remaining) or self.feed.closed:
                     return None
 
-    async def events(self, artifact_id: str, *, after_seq: int = 0) -> AsyncIterator[ArtifactEvent]:
+    async def events(
+        self, artifact_id: str, *, after_seq: int = 0
+    ) -> AsyncGenerator[ArtifactEvent, None]:
         """The artifact's events numbered above `after_seq`, oldest first: first those
         already stored (so a client reconnecting with the last seq it saw misses nothing),
         then each new one as it commits, without end; no event twice. `NotFoundError`

@@ -9,6 +9,6 @@ __all__ = ["routers"]
 
 
 def routers() -> list[APIRouter]:
-    from rubricflow.server.routes import health, tokens, webhooks
+    from rubricflow.server.routes import health, live, tokens, webhooks
 
-    return [health.router, tokens.router, webhooks.router]
+    return [health.router, tokens.router, webhooks.router, live.router]
