@@ -3,6 +3,9 @@ transition explained to a person. Nothing here writes."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
+
 from rubricflow.errors import IllegalTransitionError, NotFoundError
 from rubricflow.results import Evaluation
 from rubricflow.review.context import ReviewContext, utcnow
@@ -33,6 +36,21 @@ class ArtifactQueries:
         a time."""
         return await self._context.repository.list_artifacts(
             type_name=type_name, status=status, limit=limit, offset=offset
+        )
+
+    async def page(
+        self,
+        *,
+        type_names: Sequence[str] | None = None,
+        status: str | None = None,
+        created_by: str | None = None,
+        after: tuple[datetime, str] | None = None,
+        limit: int = 50,
+    ) -> list[Artifact]:
+        """A keyset page of artifacts, newest first, stable under inserts (see
+        `ArtifactRepository.page`)."""
+        return await self._context.repository.page(
+            type_names=type_names, status=status, created_by=created_by, after=after, limit=limit
         )
 
     async def history(self, artifact_id: str) -> list[ArtifactEvent]:

@@ -17,7 +17,8 @@ persists them (`rubricflow.store.artifacts`).
 from __future__ import annotations
 
 import builtins
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from rubricflow.errors import IllegalTransitionError
@@ -177,6 +178,22 @@ class ArtifactRegistry:
         a time. Also named `list`."""
         return await self.queries.list_artifacts(
             type_name=type_name, status=status, limit=limit, offset=offset
+        )
+
+    async def page(
+        self,
+        *,
+        type_names: Sequence[str] | None = None,
+        status: str | None = None,
+        created_by: str | None = None,
+        after: tuple[datetime, str] | None = None,
+        limit: int = 50,
+    ) -> builtins.list[Artifact]:
+        """A page of artifacts, newest first, for cursor pagination: those created before
+        `after` (the previous page's last `(created_at, id)`). Inserts never make a page
+        repeat or skip an artifact. `type_names`, `status`, `created_by` filter."""
+        return await self.queries.page(
+            type_names=type_names, status=status, created_by=created_by, after=after, limit=limit
         )
 
     async def history(self, artifact_id: str) -> builtins.list[ArtifactEvent]:

@@ -18,6 +18,7 @@ from rubricflow.store.evaluations import (
     JudgeUsage,
     StoredEvaluation,
 )
+from rubricflow.store.idempotency import IdempotencyStore
 from rubricflow.store.judge_cache import StoreJudgeCache
 from rubricflow.store.rubrics import RegisteredRubric, RubricRegistry, RubricVersionInfo
 from rubricflow.store.runs import RunOverview, RunStore
@@ -33,6 +34,7 @@ __all__ = [
     "Database",
     "EvaluationFilter",
     "EvaluationStore",
+    "IdempotencyStore",
     "IssuedToken",
     "JudgeUsage",
     "RegisteredRubric",
@@ -51,7 +53,7 @@ __all__ = [
 
 class Store:
     """One database and its repositories: `rubrics`, `evaluations`, `judge_cache`, `runs`,
-    `tokens`, `webhooks`."""
+    `tokens`, `webhooks`, `idempotency` (the HTTP API's idempotency keys)."""
 
     def __init__(self, database: Database) -> None:
         self.database = database
@@ -61,6 +63,7 @@ class Store:
         self.runs = RunStore(database)
         self.webhooks = WebhookStore(database)
         self.tokens = TokenStore(database)
+        self.idempotency = IdempotencyStore(database)
 
     @classmethod
     async def open(cls, url: str | None = None, *, upgrade: bool = False) -> Store:

@@ -30,7 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from rubricflow.errors import ArtifactConflictError, NotFoundError, ReviewError
 from rubricflow.model import Rubric
 from rubricflow.results import Evaluation
-from rubricflow.store._sql import INCOMPLETE, as_utc, utcnow
+from rubricflow.store._sql import INCOMPLETE, as_utc, to_utc, utcnow
 from rubricflow.store.artifact_models import (
     KEEP,
     Artifact,
@@ -546,6 +546,34 @@ class ArtifactRepository:
             .limit(limit)
             .offset(offset)
         )
+        async with self.database.read() as connection:
+            return [_artifact(row) for row in await connection.execute(query)]
+
+    async def page(
+        self,
+        *,
+        type_names: Sequence[str] | None = None,
+        status: str | None = None,
+        created_by: str | None = None,
+        after: tuple[datetime, str] | None = None,
+        limit: int = 50,
+    ) -> list[Artifact]:
+        """A keyset page of artifacts, newest first (by creation time, then id): those
+        created before `after` (the last one of the previous page's `(created_at, id)`).
+        Stable under inserts: a new artifact comes before every page already read, so
+        paging on neither repeats nor skips one. `type_names`: only these types."""
+        c = _artifacts.c
+        query = _CURRENT
+        if type_names is not None:
+            query = query.where(c.type.in_(list(type_names)))
+        if status is not None:
+            query = query.where(c.status == status)
+        if created_by is not None:
+            query = query.where(c.created_by == created_by)
+        if after is not None:
+            when, last_id = to_utc(after[0]), after[1]
+            query = query.where((c.created_at < when) | ((c.created_at == when) & (c.id < last_id)))
+        query = query.order_by(c.created_at.desc(), c.id.desc()).limit(limit)
         async with self.database.read() as connection:
             return [_artifact(row) for row in await connection.execute(query)]
 

@@ -17,6 +17,7 @@ __all__ = [
     "ArtifactTypeRow",
     "CriterionResultRow",
     "EvaluationRow",
+    "IdempotencyKeyRow",
     "JudgeCacheRow",
     "LLMCallRow",
     "RubricRow",
@@ -235,6 +236,8 @@ class ArtifactRow(SQLModel, table=True):
     __table_args__ = (
         sa.Index("ix_artifacts_type_status", "type", "status", "updated_at"),
         sa.Index("ix_artifacts_queue", "status", "queued_at"),
+        # keyset pages of a listing, newest first (migration 0009)
+        sa.Index("ix_artifacts_created", "created_at", "id"),
     )
 
     id: str = Field(primary_key=True, max_length=200)
@@ -381,3 +384,25 @@ class WebhookAttemptRow(SQLModel, table=True):
     latency_ms: float = 0.0
     error: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
     worker: str = Field(max_length=200)
+
+
+class IdempotencyKeyRow(SQLModel, table=True):
+    """A state-changing HTTP request made under an `Idempotency-Key`: per principal and
+    key, the fingerprint of the request (method, path, body) and, once it finished, its
+    response, replayed to a retry instead of doing the work again. `status` is None while
+    the first request runs (until `locked_until`); the row expires at `expires_at`."""
+
+    __tablename__ = "idempotency_keys"
+
+    principal: str = Field(primary_key=True, max_length=200)
+    key: str = Field(primary_key=True, max_length=255)
+    fingerprint: str = Field(max_length=64)
+    status: int | None = None
+    #: the stored response's headers worth replaying (content-type, etag, location), JSON
+    headers: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    body: bytes | None = Field(default=None, sa_column=sa.Column(sa.LargeBinary, nullable=True))
+    created_at: datetime = _when(nullable=False)
+    locked_until: datetime | None = _when(nullable=True)
+    expires_at: datetime = Field(
+        sa_column=sa.Column(sa.DateTime(timezone=True), nullable=False, index=True)
+    )
