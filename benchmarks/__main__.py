@@ -22,6 +22,7 @@ from benchmarks import (
     cli_judge,
     gate,
     judge_concurrency,
+    live_status,
     rubric_pkg,
     scaleout,
     store_throughput,
@@ -40,6 +41,7 @@ WORKLOADS: dict[str, Runner] = {
     "stream": lambda a: streaming.run(quick=a.quick),
     "scaleout": lambda a: scaleout.run(quick=a.quick),
     "checks": lambda a: builtin_checks.run(quick=a.quick),
+    "live": lambda a: live_status.run(quick=a.quick),
 }
 
 # (workload, issue item, figure key, the bar as text, the test of the bar)
@@ -58,6 +60,9 @@ BARS: list[tuple[str, str, str, str, Callable[[Any], bool]]] = [
     ("scaleout", "9.6", "4 / 1 throughput (bar >= 3)", ">= 3", lambda v: v >= 3),
     # issue 16, item 6: every built-in check is linear on adversarial text
     ("checks", "16.6", "max 1mb / 100kb (bar <= 12)", "<= 12", lambda v: v <= 12),
+    # issue 17: a decision reaches an SSE client (another process) on PostgreSQL
+    ("live", "17", "sse_p99_ms (bar < 200)", "< 200 ms", lambda v: v < 200),
+    ("live", "17", "missed_events (bar 0)", "0", lambda v: v == 0),
     # issue 5: storing an evaluation must not dominate the cost of making it
     ("store", "5", "sqlite_store_cost / evaluate_cost", "<= 1.0", lambda v: v <= 1.0),
     ("store", "5", "postgresql_store_cost / evaluate_cost", "<= 1.0", lambda v: v <= 1.0),
