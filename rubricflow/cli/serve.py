@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import os
-from typing import Annotated
+import shutil
+import tempfile
+from typing import Annotated, Any
 
 import typer
 
@@ -51,6 +54,29 @@ def serve_command(
     log_level: Annotated[
         str, typer.Option("--log-level", help="critical, error, warning, info or debug.")
     ] = "info",
+    access_log: Annotated[
+        bool,
+        typer.Option(
+            "--access-log/--no-access-log",
+            help="One JSON line per request on standard output (never a token or key).",
+        ),
+    ] = True,
+    public_metrics: Annotated[
+        bool,
+        typer.Option(
+            "--public-metrics",
+            help="Serve /metrics without a token (it needs an admin's otherwise).",
+        ),
+    ] = False,
+    lease: Annotated[
+        float,
+        typer.Option(
+            "--lease",
+            min=1.0,
+            help="Seconds a review the embedded worker claims stays its own; a killed "
+            "server's reviews are taken over after it.",
+        ),
+    ] = 300.0,
     db: DbOption = None,
 ) -> None:
     """Serve the HTTP API (FastAPI on uvicorn): artifacts, rubrics, runs, scoring, tokens.
@@ -79,6 +105,9 @@ def serve_command(
             max_body_bytes=max_body,
             review_workers=review_workers,
             grace_seconds=grace,
+            lease_seconds=lease,
+            public_metrics=public_metrics,
+            access_log=access_log,
         )
     except ConfigurationError as error:
         fail(str(error))
@@ -87,13 +116,57 @@ def serve_command(
         f"serving rubricflow on http://{host}:{port} ({workers} process"
         f"{'es' * (workers != 1)}{', no auth' if no_auth else ''}); API docs at /docs"
     )
-    uvicorn.run(
-        "rubricflow.server.app:create_app_from_env",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level=log_level,
-        timeout_graceful_shutdown=int(grace) + 5,
-        server_header=False,
-    )
+    metrics_dir = _multiprocess_metrics(workers)
+    try:
+        uvicorn.run(
+            "rubricflow.server.app:create_app_from_env",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level=log_level,
+            log_config=_log_config(log_level),
+            access_log=False,  # ours is the JSON line, with query credentials masked
+            timeout_graceful_shutdown=int(grace) + 5,
+            server_header=False,
+        )
+    finally:
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def _multiprocess_metrics(workers: int) -> str | None:
+    """With several processes, a fresh folder for prometheus-client's multiprocess mode
+    (named in PROMETHEUS_MULTIPROC_DIR before they start), so a scrape of any process
+    sees them all; removed when the server stops. A folder the environment already names
+    is used as it is."""
+    if workers == 1 or os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return None
+    folder = tempfile.mkdtemp(prefix="rubricflow-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder
+    return folder
+
+
+def _log_config(level: str) -> dict[str, Any]:
+    """uvicorn's logging, plus rubricflow's: the JSON access log (`rubricflow.access`) as
+    bare lines on standard output, the server's messages on standard error."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["formatters"]["json_line"] = {"format": "%(message)s"}
+    config["handlers"]["access_json"] = {
+        "formatter": "json_line",
+        "class": "logging.StreamHandler",
+        "stream": "ext://sys.stdout",
+    }
+    config["loggers"]["rubricflow.access"] = {
+        "handlers": ["access_json"],
+        "level": "INFO",
+        "propagate": False,
+    }
+    config["loggers"]["rubricflow"] = {
+        "handlers": ["default"],
+        "level": level.upper(),
+        "propagate": False,
+    }
+    return dict(config)

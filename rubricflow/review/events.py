@@ -70,7 +70,8 @@ def transition_event(event: ArtifactEvent) -> dict[str, Any]:
 
 def evaluation_event(evaluation: Evaluation, *, artifact_id: str, revision: int) -> dict[str, Any]:
     """What listeners hear of an evaluation a review stored: the summary, not the
-    evidence (read that with `evaluations.get(evaluation_id)`)."""
+    evidence (read that with `evaluations.get(evaluation_id)`), and how many judge calls
+    it made (answers from the cache excluded)."""
     return {
         "kind": EVALUATION_STORED,
         "evaluation_id": evaluation.id,
@@ -83,6 +84,7 @@ def evaluation_event(evaluation: Evaluation, *, artifact_id: str, revision: int)
         "score": evaluation.score,
         "coverage": evaluation.coverage,
         "created_at": evaluation.created_at,
+        "judge_calls": sum(call.outcome != "cached" for call in evaluation.llm_calls),
     }
 
 

@@ -17,10 +17,14 @@ from importlib import metadata
 from fastapi import FastAPI
 
 from rubricflow.application import Application
+from rubricflow.server.access_log import OperationsMiddleware
+from rubricflow.server.judging import configure_reviews
 from rubricflow.server.limits import BodyLimitMiddleware
+from rubricflow.server.metrics import attach_event_metrics
+from rubricflow.server.metrics import router as metrics_router
 from rubricflow.server.problems import PROBLEM_RESPONSES, install_problem_handlers
 from rubricflow.server.routes import routers
-from rubricflow.server.services import for_settings
+from rubricflow.server.services import for_settings, stop_on_signals
 from rubricflow.server.settings import ServerSettings
 
 __all__ = ["create_app", "create_app_from_env"]
@@ -47,11 +51,16 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        core = application or await Application.open(settings.db)
+        core = application or await Application.open(
+            settings.db, lease_seconds=settings.lease_seconds
+        )
         app.state.application = core
+        configure_reviews(core, settings)  # the server's judge, for reviews too
         app.state.explain_refusal = core.artifacts.explain_refusal
         stop = asyncio.Event()
         app.state.stopping = stop
+        detach_metrics = attach_event_metrics(core)
+        restore_signals = stop_on_signals(stop)
         tasks: list[asyncio.Task[None]] = [
             asyncio.create_task(
                 service(core, settings, stop), name=getattr(service, "__name__", "service")
@@ -62,11 +71,13 @@ def create_app(
             yield
         finally:
             stop.set()
+            restore_signals()
             if tasks:
                 _, pending = await asyncio.wait(tasks, timeout=settings.grace_seconds + 5)
                 for task in pending:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
+            detach_metrics()
             if application is None:
                 await core.close()
 
@@ -81,7 +92,10 @@ def create_app(
     install_problem_handlers(app)
     for router in routers():
         app.include_router(router)
+    app.include_router(metrics_router)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    # outermost: the request id is set before anything answers, even a 413
+    app.add_middleware(OperationsMiddleware, access_log=settings.access_log)
     return app
 
 

@@ -75,6 +75,7 @@ async def authenticate(
 ) -> Principal:
     """The principal of this request; 401 without a valid token."""
     if not request.app.state.settings.auth:
+        request.state.principal = LOCAL_PRINCIPAL
         return LOCAL_PRINCIPAL
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise HTTPException(

@@ -9,7 +9,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from rubricflow.server.problems import PROBLEM_JSON
+from rubricflow.server.problems import PROBLEM_JSON, REQUEST_ID
 
 __all__ = ["BodyLimitMiddleware"]
 
@@ -34,6 +34,7 @@ class BodyLimitMiddleware:
                 "detail": f"the request body is over this server's limit of {self.max_bytes} "
                 "bytes (RUBRICFLOW_SERVER_MAX_BODY_BYTES); send less, e.g. split a batch",
                 "instance": scope.get("path", ""),
+                "request_id": REQUEST_ID.get(),
             }
         ).encode()
         await send(

@@ -8,6 +8,7 @@ methods, and anything unexpected become problems too, so a client parses one sha
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import Mapping
 from http import HTTPStatus
@@ -42,6 +43,7 @@ from rubricflow.errors import (
 __all__ = [
     "PROBLEM_JSON",
     "PROBLEM_RESPONSES",
+    "REQUEST_ID",
     "ApiProblem",
     "ProblemDetail",
     "install_problem_handlers",
@@ -49,6 +51,11 @@ __all__ = [
 ]
 
 PROBLEM_JSON = "application/problem+json"
+#: the id of the request being served (set by the operations middleware); every problem
+#: document carries it as `request_id`, so a client's report finds the server's log line
+REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "rubricflow_request_id", default=None
+)
 _log = logging.getLogger("rubricflow.server")
 
 # most specific first: the first class an error is an instance of decides
@@ -93,6 +100,9 @@ class ApiProblem(BaseModel):
     detail: str = ""
     instance: str = ""
     errors: list[ProblemDetail] = Field(default_factory=list)
+    request_id: str | None = Field(
+        default=None, description="The request's X-Request-Id, as the server's log has it"
+    )
 
 
 def _content(description: str) -> dict[str, Any]:
@@ -141,6 +151,9 @@ def problem_response(
         body["instance"] = instance
     if errors:
         body["errors"] = errors
+    request_id = REQUEST_ID.get()
+    if request_id is not None:
+        body["request_id"] = request_id
     body.update(extensions)
     return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 

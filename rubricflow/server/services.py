@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
+import threading
 from collections.abc import Callable, Coroutine
+from types import FrameType
 from typing import Any
 
 from rubricflow.application import Application
@@ -65,3 +68,37 @@ def for_settings(settings: ServerSettings) -> list[BackgroundService]:
     if settings.webhooks:
         services.append(webhook_deliverer)
     return services
+
+
+def stop_on_signals(stop: asyncio.Event) -> Callable[[], None]:
+    """Set `stop` the moment the process gets SIGTERM or SIGINT, then call the handler
+    that was there (uvicorn's, which stops accepting and drains the connections). Without
+    this the background services would hear of the stop only after every connection had
+    closed, so the embedded worker would go on claiming reviews while the server drains
+    and long polls and event streams would hold the drain up. Returns the function that
+    puts the previous handlers back. Outside the main thread, or when nothing handles the
+    signals in Python (a host server of its own), it changes nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    loop = asyncio.get_running_loop()
+    previous: dict[int, Any] = {}
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        loop.call_soon_threadsafe(stop.set)
+        before = previous.get(signum)
+        if callable(before):
+            before(signum, frame)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        current = signal.getsignal(signum)
+        if callable(current):
+            previous[signum] = current
+            signal.signal(signum, handler)
+
+    def restore() -> None:
+        for signum, before in previous.items():
+            if signal.getsignal(signum) is handler:
+                signal.signal(signum, before)
+        previous.clear()
+
+    return restore

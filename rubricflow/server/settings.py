@@ -46,6 +46,13 @@ class ServerSettings:
     judge: str | None = None
     #: deliver webhooks from this process
     webhooks: bool = True
+    #: seconds a review the embedded worker claims stays its own (a killed server's
+    #: reviews are taken over by another worker after it)
+    lease_seconds: float = 300.0
+    #: serve /metrics without a token (otherwise it needs an admin's)
+    public_metrics: bool = False
+    #: write one JSON access-log line per request (logger `rubricflow.access`)
+    access_log: bool = True
 
     def __post_init__(self) -> None:
         if not self.auth and not is_loopback(self.host):
@@ -62,6 +69,8 @@ class ServerSettings:
             raise ConfigurationError("review_workers must be 0 or more")
         if self.grace_seconds < 0:
             raise ConfigurationError("grace_seconds must be 0 or more")
+        if self.lease_seconds < 1:
+            raise ConfigurationError("lease_seconds must be at least 1")
 
     def to_env(self) -> dict[str, str]:
         """These settings as environment variables, for worker processes to read."""
