@@ -78,11 +78,16 @@ class RunningServer:
 
 
 def spawn_server(
-    db_url: str, *args: str, log: Path, env: dict[str, str] | None = None
+    db_url: str,
+    *args: str,
+    log: Path,
+    env: dict[str, str] | None = None,
+    launcher: Sequence[str] = ("-m", "rubricflow"),
 ) -> RunningServer:
-    """Start `rubricflow serve` on a free port and wait for /healthz."""
+    """Start `rubricflow serve` on a free port and wait for /healthz. `launcher` is what
+    runs the CLI (a test's script that registers a plugin first, then calls it)."""
     port = free_port()
-    command = [sys.executable, "-m", "rubricflow", "serve", "--db", db_url, "--port", str(port)]
+    command = [sys.executable, *launcher, "serve", "--db", db_url, "--port", str(port)]
     environment = {**os.environ, **(env or {})}
     handle = log.open("wb")
     process = subprocess.Popen(
@@ -125,8 +130,19 @@ def start_server(tmp_path: Path) -> Iterator[Callable[..., RunningServer]]:
     """Start servers for this test; each is stopped at its end."""
     servers: list[RunningServer] = []
 
-    def start(db_url: str, *args: str, env: dict[str, str] | None = None) -> RunningServer:
-        server = spawn_server(db_url, *args, log=tmp_path / f"server-{len(servers)}.log", env=env)
+    def start(
+        db_url: str,
+        *args: str,
+        env: dict[str, str] | None = None,
+        launcher: Sequence[str] = ("-m", "rubricflow"),
+    ) -> RunningServer:
+        server = spawn_server(
+            db_url,
+            *args,
+            log=tmp_path / f"server-{len(servers)}.log",
+            env=env,
+            launcher=launcher,
+        )
         servers.append(server)
         return server
 
