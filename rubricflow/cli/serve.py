@@ -77,6 +77,15 @@ def serve_command(
             "server's reviews are taken over after it.",
         ),
     ] = 300.0,
+    llm: Annotated[
+        str | None,
+        typer.Option(
+            "--llm",
+            metavar="SPEC",
+            help="The judge for rubrics that need one: openai:MODEL[@URL], anthropic:MODEL, "
+            "ollama:MODEL[@URL], local (default: $RUBRICFLOW_LLM). Requests never choose it.",
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Serve the HTTP API (FastAPI on uvicorn): artifacts, rubrics, runs, scoring, tokens.
@@ -97,6 +106,9 @@ def serve_command(
         )
     if log_level not in {"critical", "error", "warning", "info", "debug"}:
         fail(f"--log-level {log_level!r}: use critical, error, warning, info or debug")
+    judge = llm or os.environ.get("RUBRICFLOW_LLM") or None
+    if judge is not None:
+        _check_judge(judge)
     try:
         settings = ServerSettings(
             db=resolve_url(db),
@@ -105,6 +117,7 @@ def serve_command(
             max_body_bytes=max_body,
             review_workers=review_workers,
             grace_seconds=grace,
+            judge=judge,
             lease_seconds=lease,
             public_metrics=public_metrics,
             access_log=access_log,
@@ -170,3 +183,15 @@ def _log_config(level: str) -> dict[str, Any]:
         "propagate": False,
     }
     return dict(config)
+
+
+def _check_judge(spec: str) -> None:
+    """Exit 2 when `spec` cannot make a judge: the server's judge is set up front, not
+    found broken by the first request that needs it. It imports no code (`python:`)."""
+    from rubricflow.errors import RubricflowError
+    from rubricflow.llm.session import LLMSession
+
+    try:
+        LLMSession(spec, allow_import=False, cache=None).provider_now()
+    except RubricflowError as error:
+        fail(f"--llm {spec}: {error}")

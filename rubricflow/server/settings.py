@@ -46,6 +46,10 @@ class ServerSettings:
     judge: str | None = None
     #: deliver webhooks from this process
     webhooks: bool = True
+    #: the most targets one scoring request (`/v1/evaluate`, `/batch-score`) may carry
+    max_evaluate_targets: int = 1000
+    #: targets one scoring request evaluates at once
+    evaluate_concurrency: int = 8
     #: seconds a review the embedded worker claims stays its own (a killed server's
     #: reviews are taken over by another worker after it)
     lease_seconds: float = 300.0
@@ -69,6 +73,10 @@ class ServerSettings:
             raise ConfigurationError("review_workers must be 0 or more")
         if self.grace_seconds < 0:
             raise ConfigurationError("grace_seconds must be 0 or more")
+        if self.max_evaluate_targets < 1:
+            raise ConfigurationError("max_evaluate_targets must be 1 or more")
+        if self.evaluate_concurrency < 1:
+            raise ConfigurationError("evaluate_concurrency must be 1 or more")
         if self.lease_seconds < 1:
             raise ConfigurationError("lease_seconds must be at least 1")
 

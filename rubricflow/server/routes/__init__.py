@@ -9,6 +9,24 @@ __all__ = ["routers"]
 
 
 def routers() -> list[APIRouter]:
-    from rubricflow.server.routes import health, live, tokens, webhooks
+    from rubricflow.server.routes import (
+        evaluate,
+        health,
+        live,
+        openrubricrl,
+        rubrics,
+        runs,
+        tokens,
+        webhooks,
+    )
 
-    return [health.router, tokens.router, webhooks.router, live.router]
+    return [
+        health.router,
+        tokens.router,
+        webhooks.router,
+        live.router,
+        rubrics.router,
+        runs.router,
+        evaluate.router,
+        openrubricrl.router,
+    ]

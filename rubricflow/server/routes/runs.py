@@ -1,0 +1,301 @@
+"""Batch runs and what they cost: the newest runs with their figures, one run's summary,
+its evaluations a page at a time, two runs compared, and the judge's usage.
+
+Runs hold every judged output of an evaluation batch, so reading them takes the reviewer
+role (reviewers and admins); submitters see only their own artifacts' evaluations,
+through the artifacts' routes. A run's options never show a credential (masked by the
+core).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+
+from rubricflow.application import Application
+from rubricflow.compare import RunComparison
+from rubricflow.results import Evaluation
+from rubricflow.runs import RunInfo, RunSummary, summarize
+from rubricflow.server.auth import AppDep, Reviewer
+from rubricflow.server.problems import PROBLEM_RESPONSES
+from rubricflow.store.evaluations import EvaluationFilter, JudgeUsage
+
+__all__ = ["router"]
+
+router = APIRouter(
+    prefix="/v1",
+    tags=["runs"],
+    responses={k: PROBLEM_RESPONSES[k] for k in (403, 404)},
+)
+
+MAX_PAGE = 1000
+LATEST = "latest"
+
+
+# --- models ---------------------------------------------------------------------------------
+class RunInfoOut(BaseModel):
+    """A batch run: its rubric, where its targets came from, and how it ended."""
+
+    id: str
+    rubric_id: str
+    rubric_version: str
+    source: str | None
+    status: str = Field(description="running, interrupted or finished")
+    started_at: str
+    finished_at: str | None
+    options: dict[str, Any] = Field(description="The run's options; credentials masked")
+
+    @classmethod
+    def of(cls, info: RunInfo) -> RunInfoOut:
+        return cls.model_validate(info.to_dict())
+
+
+class CriterionSummaryOut(BaseModel):
+    id: str
+    scored: int
+    passed: int
+    unscored: int
+    pass_rate: float | None
+    mean_score: float | None
+
+
+class RunSummaryOut(BaseModel):
+    """A run's figures, over the latest evaluation of each target."""
+
+    total: int
+    passed: int
+    failed: int
+    incomplete: int
+    pass_rate: float | None
+    mean_score: float | None
+    median_score: float | None
+    histogram: list[int] = Field(description="Ten bins over the 0..1 score")
+    criteria: list[CriterionSummaryOut]
+    llm_calls: int
+    cache_hits: int
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+    duration_ms: float
+
+    @classmethod
+    def of(cls, summary: RunSummary) -> RunSummaryOut:
+        return cls.model_validate(summary.to_dict())
+
+
+class RunOut(RunInfoOut):
+    summary: RunSummaryOut
+
+
+class RunList(BaseModel):
+    runs: list[RunOut] = Field(description="The newest first")
+
+
+class EvaluationPage(BaseModel):
+    """Stored evaluations of a run, newest first (a retried target appears each time)."""
+
+    run_id: str
+    total: int
+    offset: int
+    limit: int
+    next_offset: int | None = Field(description="The offset of the next page; null at the end")
+    evaluations: list[Evaluation]
+
+
+class SideOut(RunInfoOut):
+    summary: RunSummaryOut
+
+
+class TargetCounts(BaseModel):
+    shared: int
+    only_a: list[str]
+    only_b: list[str]
+
+
+class DeltaOut(BaseModel):
+    a: float | None
+    b: float | None
+    delta: float | None
+
+
+class FlipOut(BaseModel):
+    target_id: str
+    verdict_a: str
+    verdict_b: str
+    score_a: float
+    score_b: float
+
+
+class CriterionDeltaOut(BaseModel):
+    id: str
+    pass_rate_a: float | None
+    pass_rate_b: float | None
+    pass_rate_delta: float | None
+    mean_score_a: float | None
+    mean_score_b: float | None
+    mean_score_delta: float | None
+
+
+class ScoreDeltaOut(BaseModel):
+    target_id: str
+    score_a: float
+    score_b: float
+    delta: float
+
+
+class RegressionOut(BaseModel):
+    kind: str = Field(description="pass_rate (the run's) or criterion")
+    name: str
+    before: float
+    after: float
+    drop: float
+
+
+class RunComparisonOut(BaseModel):
+    """Run B against run A over the targets both evaluated (matched by target id); every
+    delta is B - A. With `threshold`, the pass rates that fell by more than it."""
+
+    a: SideOut
+    b: SideOut
+    targets: TargetCounts
+    pass_rate: DeltaOut
+    mean_score: DeltaOut
+    flips: list[FlipOut]
+    criteria: list[CriterionDeltaOut]
+    score_deltas: list[ScoreDeltaOut]
+    warnings: list[str]
+    threshold: float | None = None
+    regressions: list[RegressionOut] | None = None
+    regressed: bool | None = None
+
+    @classmethod
+    def of(cls, comparison: RunComparison, threshold: float | None) -> RunComparisonOut:
+        return cls.model_validate(comparison.to_dict(threshold))
+
+
+class JudgeUsageOut(BaseModel):
+    """Judge calls of one run (null: evaluations of no run, such as reviews), per provider
+    and model unless totals were asked for. Calls, tokens and cost count what was sent;
+    `cache_hits` what the judge cache answered."""
+
+    run_id: str | None
+    provider: str | None
+    model: str | None
+    calls: int
+    cache_hits: int
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+
+    @classmethod
+    def of(cls, usage: JudgeUsage) -> JudgeUsageOut:
+        return cls.model_validate(usage.to_dict())
+
+
+class JudgeUsageList(BaseModel):
+    usage: list[JudgeUsageOut] = Field(description="Runs in id order, no run last")
+
+
+# --- routes ---------------------------------------------------------------------------------
+async def _run_id(application: Application, run_id: str) -> str:
+    """`run_id`, or the newest run's for `latest`; 404 for a run that is not stored."""
+    if run_id == LATEST:
+        return (await application.run(LATEST)).info.id
+    await application.runs.get(run_id)
+    return run_id
+
+
+@router.get("/runs", response_model=RunList, summary="The newest runs with their figures")
+async def list_runs(
+    principal: Reviewer,
+    application: AppDep,
+    limit: int = Query(default=20, ge=1, le=MAX_PAGE, description="How many runs"),
+) -> RunList:
+    overviews = await application.run_overviews(limit=limit)
+    return RunList(
+        runs=[
+            RunOut(**RunInfoOut.of(o.info).model_dump(), summary=RunSummaryOut.of(o.summary))
+            for o in overviews
+        ]
+    )
+
+
+@router.get(
+    "/runs/compare",
+    response_model=RunComparisonOut,
+    summary="Compare two runs: flips, pass rates and scores (B - A)",
+)
+async def compare_runs(
+    principal: Reviewer,
+    application: AppDep,
+    a: str = Query(min_length=1, max_length=200, description="Run A's id, or latest"),
+    b: str = Query(min_length=1, max_length=200, description="Run B's id, or latest"),
+    threshold: float | None = Query(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="List the pass rates that fell by more than this fraction",
+    ),
+) -> RunComparisonOut:
+    comparison = await application.compare_runs(a, b)
+    return RunComparisonOut.of(comparison, threshold)
+
+
+@router.get(
+    "/runs/{run_id:path}/evaluations",
+    response_model=EvaluationPage,
+    summary="A run's stored evaluations, a page at a time",
+)
+async def run_evaluations(
+    run_id: str,
+    principal: Reviewer,
+    application: AppDep,
+    limit: int = Query(default=50, ge=1, le=MAX_PAGE),
+    offset: int = Query(default=0, ge=0, le=2**62),
+) -> EvaluationPage:
+    chosen = EvaluationFilter(run_id=await _run_id(application, run_id))
+    total = await application.evaluations.count(chosen)
+    found = await application.evaluations.query(chosen, limit=limit, offset=offset)
+    following = offset + len(found)
+    return EvaluationPage(
+        run_id=str(chosen.run_id),
+        total=total,
+        offset=offset,
+        limit=limit,
+        next_offset=following if following < total and found else None,
+        evaluations=found,
+    )
+
+
+@router.get(
+    "/runs/{run_id:path}",
+    response_model=RunOut,
+    summary="One run (or `latest`) with its figures and per-criterion pass rates",
+)
+async def get_run(run_id: str, principal: Reviewer, application: AppDep) -> RunOut:
+    run = await application.run(run_id)
+    summary = RunSummaryOut.of(summarize(run.evaluations))
+    return RunOut(**RunInfoOut.of(run.info).model_dump(), summary=summary)
+
+
+@router.get(
+    "/judge-usage",
+    response_model=JudgeUsageList,
+    summary="Judge calls, cache hits, tokens and cost, per run and model",
+)
+async def judge_usage(
+    principal: Reviewer,
+    application: AppDep,
+    run: str | None = Query(default=None, max_length=200, description="Only this run"),
+    rubric: str | None = Query(default=None, max_length=200, description="Only this rubric id"),
+    since: datetime | None = Query(default=None, description="Inclusive"),
+    until: datetime | None = Query(default=None, description="Exclusive"),
+    by_model: bool = Query(default=True, description="Per provider and model, or totals"),
+) -> JudgeUsageList:
+    usage = await application.evaluations.judge_usage(
+        run_id=run, rubric_id=rubric, since=since, until=until, by_model=by_model
+    )
+    return JudgeUsageList(usage=[JudgeUsageOut.of(u) for u in usage])
