@@ -92,9 +92,17 @@ class Application:
     def webhooks(self) -> WebhookService:
         """Webhook subscriptions, their delivery log, replays and the delivery worker."""
         if self._webhooks is None:
+            from rubricflow.store.webhooks import announced_event
             from rubricflow.webhooks import WebhookService
 
-            self._webhooks = WebhookService(self.store, plugins=lambda: self.plugins)
+            # a running delivery worker wakes when a transition that may announce an
+            # event commits, in this process or another (the artifacts' change feed)
+            self._webhooks = WebhookService(
+                self.store,
+                watch=lambda: self.artifacts.live.feed.watch(
+                    match=lambda notice: announced_event(notice.trigger, failed=True) is not None
+                ),
+            )
         return self._webhooks
 
     @classmethod

@@ -116,7 +116,7 @@ def check_url(url: str) -> tuple[str, str, int]:
     if scheme not in _SCHEMES:
         raise WebhookError(
             f"webhook URL {url!r} must start with https:// or http:// "
-            f"(not {parts.scheme + '://' if parts.scheme else 'no scheme'})"
+            + (f"(not {parts.scheme}://)" if parts.scheme else "(it has no scheme)")
         )
     if parts.username is not None or parts.password is not None:
         raise WebhookError(

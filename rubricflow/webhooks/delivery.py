@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 
 from rubricflow.errors import ConfigurationError, RubricflowError, StoreError
+from rubricflow.store.changes import Watch
 from rubricflow.store.webhooks import (
     DELIVERED,
     FAILED,
@@ -69,6 +70,9 @@ class DeliveryPolicy:
     poll_seconds: float = 0.5
     #: deliveries claimed at once, and sent at once
     batch: int = 16
+    #: seconds the sends in flight may take to finish once the worker is told to stop;
+    #: those still running then are handed back (sent again later, by any worker)
+    grace_seconds: float = 5.0
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
@@ -91,6 +95,8 @@ class DeliveryPolicy:
                 f"({self.timeout_seconds:g}), or another worker would take over a send still "
                 "in flight"
             )
+        if self.grace_seconds < 0:
+            raise ConfigurationError(f"grace_seconds must be 0 or more; got {self.grace_seconds}")
         if self.batch < 1:
             raise ConfigurationError(f"batch must be at least 1; got {self.batch}")
 
@@ -158,9 +164,13 @@ class DeliveryWorker:
             self._client = httpx.AsyncClient(
                 timeout=httpx.Timeout(self.policy.timeout_seconds),
                 follow_redirects=False,
-                limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
                 trust_env=False,  # a proxy from the environment would bypass the SSRF guard
                 headers={"user-agent": _USER_AGENT},
+                transport=httpx.AsyncHTTPTransport(
+                    limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
+                    # a request's head and body go out at once, not 40 ms apart (Nagle)
+                    socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+                ),
             )
         return self._client
 
@@ -188,13 +198,16 @@ class DeliveryWorker:
             await self._send_all(claimed, stop)
         return self.stats
 
-    async def run(self, stop: asyncio.Event) -> DeliveryStats:
-        """Deliver until `stop` is set: after each pass, wait until woken, until the next
-        delivery falls due, or `poll_seconds`, whichever comes first. A store that cannot
-        be reached is retried at the poll interval."""
+    async def run(self, stop: asyncio.Event, *, watch: Watch | None = None) -> DeliveryStats:
+        """Deliver until `stop` is set: after each pass, wait until woken (`wake()`, or
+        `watch`: the store's change feed), until the next delivery falls due, or
+        `poll_seconds`, whichever comes first. A store that cannot be reached is retried at
+        the poll interval."""
         try:
             while not stop.is_set():
                 self._wake.clear()
+                if watch is not None:
+                    watch.clear()  # a change from now on wakes the wait below
                 wait = self.policy.poll_seconds
                 try:
                     await self.deliver_due(stop=stop)
@@ -206,14 +219,15 @@ class DeliveryWorker:
                         wait = min(wait, max(0.0, (due - _utcnow()).total_seconds()))
                 if stop.is_set():
                     break
-                await _first_of(stop, self._wake, timeout=wait)
+                await _first_of(stop, self._wake, watch=watch, timeout=wait)
         finally:
             await self.aclose()
         return self.stats
 
     async def _send_all(self, claimed: list[ClaimedDelivery], stop: asyncio.Event | None) -> None:
         """Send a batch at once; when `stop` is set meanwhile, the sends still in flight
-        are cut short and handed back (their lease released, their attempt not counted)."""
+        get the policy's grace period to finish, then are cut short and handed back
+        (their lease released, their attempt not counted)."""
         sends = {asyncio.create_task(self._send(item)): item for item in claimed}
         stopper = asyncio.create_task(stop.wait()) if stop is not None else None
         try:
@@ -223,6 +237,8 @@ class DeliveryWorker:
                 done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
                 pending -= done
                 if stopper is not None and stopper in done:
+                    if pending:
+                        _, pending = await asyncio.wait(pending, timeout=self.policy.grace_seconds)
                     for task in pending:
                         task.cancel()
                     await asyncio.gather(*pending, return_exceptions=True)
@@ -322,13 +338,14 @@ class DeliveryWorker:
         response = await self._http().send(request, stream=True)
         try:
             status = response.status_code
-            if 200 <= status < 300:
-                return status, None
+            # read a short answer whole, so its connection can serve the next send
             preview = b""
             async for chunk in response.aiter_raw():
                 preview += chunk
                 if len(preview) >= _BODY_PREVIEW_BYTES:
                     break
+            if 200 <= status < 300:
+                return status, None
             text = preview[:_BODY_PREVIEW_BYTES].decode("utf-8", "replace").strip()
             if 300 <= status < 400:
                 where = response.headers.get("location", "")
@@ -382,9 +399,11 @@ class DeliveryWorker:
             )
 
 
-async def _first_of(*events: asyncio.Event, timeout: float) -> None:
-    """Wait until any of `events` is set, or `timeout` seconds."""
-    waits = [asyncio.create_task(event.wait()) for event in events]
+async def _first_of(*events: asyncio.Event, watch: Watch | None, timeout: float) -> None:
+    """Wait until any of `events` is set or `watch` is woken, or `timeout` seconds."""
+    waits: list[asyncio.Task[Any]] = [asyncio.create_task(event.wait()) for event in events]
+    if watch is not None:
+        waits.append(asyncio.create_task(watch.wait()))
     try:
         await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     finally:

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rubricflow.errors import WebhookError
-from rubricflow.hookspecs import hookimpl
 from rubricflow.store.artifacts import ArtifactRepository
 from rubricflow.store.webhooks import (
     DELIVERY_STATUSES,
@@ -33,28 +32,14 @@ from rubricflow.webhooks.delivery import DeliveryPolicy, DeliveryStats, Delivery
 from rubricflow.webhooks.signing import new_secret
 
 if TYPE_CHECKING:
-    from rubricflow.plugins import PluginRegistry
     from rubricflow.store import Store
+    from rubricflow.store.changes import Watch
 
 __all__ = ["ALL_EVENTS", "CreatedWebhook", "RemovedWebhook", "WebhookService", "parse_events"]
 
 #: what `--event` takes to mean every event
 ALL_EVENTS = "all"
 MAX_LOG_LIMIT = 1000
-# the triggers whose transitions may announce an event: a running worker looks at the
-# outbox when one commits in this process
-_ANNOUNCING = frozenset(
-    {
-        "submit",
-        "retry",
-        "approve",
-        "request_revision",
-        "reject",
-        "override",
-        "abort_review",
-        "dead_letter",
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -107,21 +92,6 @@ def parse_events(events: Iterable[str]) -> tuple[str, ...]:
     return tuple(event for event in EVENTS if event in wanted)
 
 
-class _WakeOnTransition:
-    """A lifecycle listener that wakes the running delivery workers when a transition
-    that may announce an event commits in this process."""
-
-    def __init__(self, workers: set[DeliveryWorker]) -> None:
-        self.__name__ = f"rubricflow-webhook-wake-{id(self):x}"
-        self._workers = workers
-
-    @hookimpl
-    def rubricflow_artifact_transition(self, event: Mapping[str, Any]) -> None:
-        if event.get("trigger") in _ANNOUNCING:
-            for worker in self._workers:
-                worker.wake()
-
-
 class WebhookService:
     """Webhook subscriptions, their delivery log and the delivery worker, over one store."""
 
@@ -129,17 +99,18 @@ class WebhookService:
         self,
         store: Store,
         *,
-        plugins: Callable[[], PluginRegistry] | None = None,
+        watch: Callable[[], Watch] | None = None,
         policy: DeliveryPolicy | None = None,
         resolver: Resolver | None = None,
     ) -> None:
-        """`plugins` gives the registry whose lifecycle listeners wake a running worker;
-        `policy` is the delivery workers' default; `resolver` replaces the system's DNS
-        resolver for the SSRF guard."""
+        """`watch` opens a watch on the store's change feed that wakes a running worker
+        when a transition that may announce an event commits, in any process (without
+        one, a worker looks every `poll_seconds`); `policy` is the delivery workers'
+        default; `resolver` replaces the system's DNS resolver for the SSRF guard."""
         self.store = store
         self.repository: WebhookStore = store.webhooks
         self.policy = policy or DeliveryPolicy()
-        self._plugins = plugins
+        self._watch = watch
         self._resolver = resolver
         self._running: set[DeliveryWorker] = set()
 
@@ -262,18 +233,15 @@ class WebhookService:
         policy: DeliveryPolicy | None = None,
         name: str | None = None,
     ) -> DeliveryStats:
-        """Deliver until `stop` is set, waking at once when a transition that announces an
-        event commits in this process (other processes' deliveries are seen within the
-        policy's `poll_seconds`). Sends in flight when `stop` is set are handed back."""
+        """Deliver until `stop` is set, waking at once when a transition that may announce
+        an event commits (in this process or, through the change feed, in another), else
+        every `poll_seconds`. Sends in flight when `stop` is set are handed back."""
         worker = self.worker(policy=policy, name=name)
-        listener = _WakeOnTransition({worker})
-        registry = self._plugins() if self._plugins is not None else None
-        if registry is not None:
-            registry.manager.register(listener, name=listener.__name__)
+        watch = self._watch() if self._watch is not None else None
         self._running.add(worker)
         try:
-            return await worker.run(stop)
+            return await worker.run(stop, watch=watch)
         finally:
             self._running.discard(worker)
-            if registry is not None:
-                registry.manager.unregister(name=listener.__name__)
+            if watch is not None:
+                watch.close()
