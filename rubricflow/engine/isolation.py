@@ -24,15 +24,17 @@ processes, started before they are needed and reused:
   event loop, lease renewal and signals stay responsive while a poison check spins.
 
 What goes to the pool (`RUBRICFLOW_CHECK_ISOLATION`): `auto` (the default) sends schema
-criteria and check functions that are not rubricflow's own built-ins (those are proven
-linear and stay in-process), when the child can rebuild the function: it imports it by its
-module and qualified name, which the parent has imported already, so a child never imports
-code the parent did not (a `module:function` only with `allow_import`). A function it cannot
-rebuild (a closure, a bound method, a lambda, one defined in `__main__`: something an
-object registered in-process only) runs in-process, with the wall-clock budget when it is
-async. `process` sends rubricflow's built-in checks too; `off` runs everything in-process.
-Other scorers (LLM judges, third-party scorers) always run in-process: they wait on I/O
-under their own timeouts.
+criteria, check functions of entry-point plugins, and `module:function` checks a rubric
+imports (only with `allow_import`). rubricflow's own built-in checks are proven linear and
+stay in-process; so do checks of a plugin object registered in-process only
+(`create_plugin_manager(plugins=[...])`), which a fresh process could not rebuild the
+same way. A child imports a function by its module and qualified name, which the parent
+has imported already, so it never imports code the parent did not; one it cannot import
+(a closure, a bound method, a lambda, anything in `__main__`) runs in-process. `process`
+sends every check a child can import, built-ins too; `off` runs everything in-process.
+In-process, an async check is still held to the wall-clock budget while it awaits; a
+sync one cannot be. Other scorers (LLM judges, third-party scorers) always run
+in-process: they wait on I/O, under their own timeouts.
 
 The pool is created on first use, shared by the process, and shut down when the last
 `Application` holding it closes, and at exit; its children also exit when the parent's end
@@ -61,6 +63,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from rubricflow.errors import ConfigurationError
 from rubricflow.model import Criterion, Rubric
+from rubricflow.plugins import BUILTIN_PLUGINS
 from rubricflow.results import CriterionResult, Target
 from rubricflow.scorers.deterministic import DeterministicScorer, resolve_function
 from rubricflow.scorers.schema import SchemaScorer
@@ -97,6 +100,8 @@ DEFAULT_TIMEOUT = 10.0
 DEFAULT_MEMORY_MB = 2048
 # how long a new process may take to import rubricflow and say it is ready
 STARTUP_TIMEOUT = 60.0
+# how much lower a pool process's scheduling priority is than its parent's
+CHILD_NICENESS = 5
 # rubric specs a parent remembers having sent to one process (and the process keeps)
 SPEC_CACHE = 256
 
@@ -104,6 +109,7 @@ Mode = Literal["auto", "process", "off"]
 _MODES: tuple[Mode, ...] = ("auto", "process", "off")
 _ISOLATED_METHODS = ("deterministic", "schema")
 _HEADER = struct.Struct("!I")
+_BUILTIN_PLUGIN_NAMES = frozenset(name for name, _ in BUILTIN_PLUGINS)
 _SUPPORTED = sys.platform != "win32"  # rlimits, and event-loop readers on pipes
 
 
@@ -245,9 +251,15 @@ def _import_path(name: str, function: Callable[..., Any]) -> str | None:
     return None
 
 
-def _builtin(path: str) -> bool:
-    module = path.partition(":")[0]
-    return module == "rubricflow" or module.startswith("rubricflow.")
+def _owner(plugins: Any, name: str) -> tuple[bool, bool]:
+    """(registered by one of rubricflow's built-in plugins, registered by an entry-point
+    plugin) for check function `name`; both False for an unregistered name or a plugin
+    object registered in-process only."""
+    for info in getattr(plugins, "plugins", list)():
+        if name in info.functions:
+            builtin = info.name in _BUILTIN_PLUGIN_NAMES
+            return builtin, not builtin and info.distribution is not None
+    return False, False
 
 
 def _route(criterion: Criterion, context: ScoringContext, mode: Mode) -> _Route | None:
@@ -266,8 +278,12 @@ def _route(criterion: Criterion, context: ScoringContext, mode: Mode) -> _Route 
     if function is None:
         return None  # refused or missing: in-process says why
     path = _import_path(name, function)
-    if path is None or (mode == "auto" and _builtin(path)):
-        return None
+    if path is None:
+        return None  # nothing a fresh process could import
+    if mode == "auto" and name in context.plugins.functions:
+        builtin, from_entry_point = _owner(context.plugins, name)
+        if builtin or not from_entry_point:
+            return None  # proven linear, or a plugin object given in-process only
     return _Route(criterion, method, path)
 
 
@@ -367,6 +383,14 @@ class _Process:
         self.jobs = 0
         self.specs: collections.OrderedDict[str, None] = collections.OrderedDict()
         self.memory_mb = memory_mb
+
+    def poll_ready(self) -> bool:
+        """Whether it has said it is ready (read without waiting)."""
+        if not self.ready:
+            with contextlib.suppress(_Died):
+                if self._take() is not None or (self._fill() and self._take() is not None):
+                    self.ready = True
+        return self.ready
 
     def running(self) -> tuple[int, int, float]:
         """What the child says it is scoring: (job number, criterion index, since when on
@@ -523,7 +547,7 @@ class CheckPool:
                 raise _Died
             if self._idle:
                 # one that is up already, rather than a replacement still starting
-                ready = [p for p in self._idle if p.ready]
+                ready = [p for p in self._idle if p.poll_ready()]
                 process = ready[-1] if ready else self._idle[-1]
                 self._idle.remove(process)
                 self._busy.add(process)
@@ -672,8 +696,8 @@ atexit.register(shutdown_check_pool)
 
 
 class PoolHold:
-    """A user of the shared pool (an `Application`); when the last hold is released, the
-    pool shuts down. Releasing twice is harmless."""
+    """A user of the shared pool (an `Application`, a running `Worker`); when the last hold
+    is released, the pool shuts down. Releasing twice is harmless."""
 
     def __init__(self) -> None:
         global _holds
@@ -693,9 +717,16 @@ class PoolHold:
             shutdown_check_pool()
 
 
-def hold_check_pool() -> PoolHold:
-    """Hold the shared pool open until `release()`; see `PoolHold`."""
-    return PoolHold()
+def hold_check_pool(*, prestart: bool = False) -> PoolHold:
+    """Hold the shared pool open until `release()`; see `PoolHold`. With `prestart`, start
+    its processes now (unless isolation is off), so that a long-running reviewer's first
+    isolated check does not wait for them to start."""
+    hold = PoolHold()
+    if prestart:
+        settings = isolation_settings()
+        if settings.mode != "off":
+            _shared_pool(settings)
+    return hold
 
 
 # -- one evaluation's hop -------------------------------------------------------------
@@ -1014,6 +1045,10 @@ def _child_main(argv: list[str]) -> None:
     # the parent decides when a check stops: Ctrl-C or a group SIGTERM is for it
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # below the event loop's process: when checks and the loop compete for the CPUs, the
+    # loop (lease renewal, signals) goes first
+    with contextlib.suppress(OSError):
+        os.nice(CHILD_NICENESS)
     _child_limits(memory_mb)
     progress = mmap.mmap(progress_fd, _PROGRESS.size)
     loop = asyncio.new_event_loop()

@@ -28,6 +28,7 @@ import socket
 import uuid
 from dataclasses import dataclass, field
 
+from rubricflow.engine.isolation import hold_check_pool
 from rubricflow.errors import (
     ArtifactConflictError,
     IllegalTransitionError,
@@ -123,13 +124,16 @@ class Worker:
                 loop.add_signal_handler(sig, self.stop)
 
     async def run(self, *, once: bool = False) -> WorkerStats:
-        """Review until stopped; with `once`, until nothing is waiting."""
+        """Review until stopped; with `once`, until nothing is waiting. The check process
+        pool is started with the worker, and stopped with it unless others still use it."""
+        pool = hold_check_pool(prestart=True)
         slots = [asyncio.create_task(self._slot(index, once)) for index in range(self.concurrency)]
         try:
             await asyncio.gather(*slots)
         finally:
             if self._deadline is not None:
                 self._deadline.cancel()
+            pool.release()
         return self.stats
 
     async def _slot(self, index: int, once: bool) -> None:

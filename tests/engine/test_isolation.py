@@ -345,7 +345,16 @@ class InProcessChecks:
 
     @hookimpl
     def rubricflow_check_functions(self) -> Mapping[str, Any]:
-        return {"bound": self.bound, "closure": self.closure, "sleeps": self.sleeps}
+        return {
+            "bound": self.bound,
+            "closure": self.closure,
+            "sleeps": self.sleeps,
+            "static": self.static,
+        }
+
+    @staticmethod
+    def static(target: Any) -> bool:
+        return True
 
     def bound(self, target: Any) -> bool:
         self.calls += 1
@@ -362,6 +371,7 @@ def test_what_runs_in_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
         check("builtin", "non_empty"),
         check("bound", "bound"),
         check("closure", "closure"),
+        check("static", "static"),  # importable, but its plugin was given in-process
         check("imported", f"{POISON}:non_empty"),
         schema_criterion("schema", {"type": "string"}),
         {"id": "judged", "description": "judged", "scoring": {"method": "llm"}},
@@ -373,7 +383,7 @@ def test_what_runs_in_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
         return set(plan.ids) if plan is not None else set()
 
     assert planned("auto") == {"imported", "schema"}
-    assert planned("process") == {"builtin", "imported", "schema"}
+    assert planned("process") == {"builtin", "imported", "static", "schema"}
     assert planned("off") == set()
     # not allowed to import it: it stays in-process, which refuses it, saying why
     assert planned("auto", allow_import=False) == {"schema"}
