@@ -18,6 +18,7 @@ from fastapi import FastAPI
 
 from rubricflow.application import Application
 from rubricflow.server.access_log import OperationsMiddleware
+from rubricflow.server.idempotency import IdempotencyMiddleware
 from rubricflow.server.judging import configure_reviews
 from rubricflow.server.limits import BodyLimitMiddleware
 from rubricflow.server.metrics import attach_event_metrics
@@ -93,6 +94,12 @@ def create_app(
     for router in routers():
         app.include_router(router)
     app.include_router(metrics_router)
+    # inside the body limit: an Idempotency-Key's request body is read whole
+    app.add_middleware(
+        IdempotencyMiddleware,
+        ttl_seconds=settings.idempotency_ttl_seconds,
+        wait_seconds=settings.idempotency_wait_seconds,
+    )
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     # outermost: the request id is set before anything answers, even a 413
     app.add_middleware(OperationsMiddleware, access_log=settings.access_log)

@@ -77,6 +77,10 @@ async def authenticate(
     if not request.app.state.settings.auth:
         request.state.principal = LOCAL_PRINCIPAL
         return LOCAL_PRINCIPAL
+    known = getattr(request.state, "verified_principal", None)
+    if isinstance(known, Principal):  # verified already (the idempotency middleware)
+        request.state.principal = known
+        return known
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise HTTPException(
             401,

@@ -46,6 +46,10 @@ class ServerSettings:
     judge: str | None = None
     #: deliver webhooks from this process
     webhooks: bool = True
+    #: seconds a request's Idempotency-Key and its stored response are kept
+    idempotency_ttl_seconds: float = 86400.0
+    #: seconds a retry waits for the request holding its Idempotency-Key (then 409)
+    idempotency_wait_seconds: float = 10.0
     #: the most targets one scoring request (`/v1/evaluate`, `/batch-score`) may carry
     max_evaluate_targets: int = 1000
     #: targets one scoring request evaluates at once
@@ -73,6 +77,10 @@ class ServerSettings:
             raise ConfigurationError("review_workers must be 0 or more")
         if self.grace_seconds < 0:
             raise ConfigurationError("grace_seconds must be 0 or more")
+        if self.idempotency_ttl_seconds < 60:
+            raise ConfigurationError("idempotency_ttl_seconds must be at least 60")
+        if self.idempotency_wait_seconds < 0:
+            raise ConfigurationError("idempotency_wait_seconds must be 0 or more")
         if self.max_evaluate_targets < 1:
             raise ConfigurationError("max_evaluate_targets must be 1 or more")
         if self.evaluate_concurrency < 1:

@@ -10,6 +10,7 @@ __all__ = ["routers"]
 
 def routers() -> list[APIRouter]:
     from rubricflow.server.routes import (
+        artifacts,
         evaluate,
         health,
         live,
@@ -17,12 +18,15 @@ def routers() -> list[APIRouter]:
         rubrics,
         runs,
         tokens,
+        types,
         webhooks,
     )
 
     return [
         health.router,
         tokens.router,
+        types.router,
+        artifacts.router,
         webhooks.router,
         live.router,
         rubrics.router,

@@ -1,0 +1,53 @@
+"""Artifact types: which rubrics review an artifact type, and how. Every role reads the
+types its token allows (another type is 404, as if it did not exist); admins define them."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Path
+
+from rubricflow.errors import NotFoundError
+from rubricflow.server.auth import Admin, AppDep, Submitter
+from rubricflow.server.problems import PROBLEM_RESPONSES
+from rubricflow.server.review_models import ID_PATTERN, ArtifactTypeIn
+from rubricflow.store.artifact_models import ArtifactType
+
+__all__ = ["router"]
+
+router = APIRouter(
+    prefix="/v1/types",
+    tags=["artifact types"],
+    responses={k: PROBLEM_RESPONSES[k] for k in (403, 404)},
+)
+
+TypeName = Annotated[
+    str, Path(min_length=1, max_length=200, pattern=ID_PATTERN, description="The type's name")
+]
+
+
+@router.get("", response_model=list[ArtifactType], summary="List the artifact types")
+async def list_types(principal: Submitter, application: AppDep) -> list[ArtifactType]:
+    types = await application.artifacts.list_types()
+    return [t for t in types if principal.allows_type(t.name)]
+
+
+@router.get("/{name}", response_model=ArtifactType, summary="Get an artifact type")
+async def get_type(name: TypeName, principal: Submitter, application: AppDep) -> ArtifactType:
+    if not principal.allows_type(name):
+        raise NotFoundError(f"no artifact type {name!r}")
+    return await application.artifacts.get_type(name)
+
+
+@router.put(
+    "/{name}",
+    response_model=ArtifactType,
+    summary="Define or replace an artifact type (admin)",
+    responses={k: PROBLEM_RESPONSES[k] for k in (409, 422)},
+)
+async def set_type(
+    name: TypeName, body: ArtifactTypeIn, principal: Admin, application: AppDep
+) -> ArtifactType:
+    if not principal.allows_type(name):
+        raise HTTPException(403, f"token {principal.name!r} may not act on artifact type {name!r}")
+    return await application.artifacts.set_type(body.to_type(name))
