@@ -66,6 +66,11 @@ class Application:
         self._artifacts: ArtifactRegistry | None = None
         self._webhooks: WebhookService | None = None
         self._owns_store = False
+        from rubricflow.engine.isolation import hold_check_pool
+
+        # the check process pool (started when a check needs it) stops when the last
+        # application (or worker) using it closes
+        self._check_pool = hold_check_pool()
 
     @property
     def plugins(self) -> PluginRegistry:
@@ -130,6 +135,7 @@ class Application:
             await self._artifacts.aclose()
         if self._owns_store:
             await self.store.close()
+        self._check_pool.release()
 
     async def __aenter__(self) -> Application:
         return self
@@ -161,8 +167,6 @@ class Application:
         actor: str,
         title: str | None = None,
         defer: bool = False,
-        metadata: Mapping[str, Any] | None = None,
-        artifact_id: str | None = None,
     ) -> ReviewOutcome:
         """Create an artifact of `type_name` and submit it, in one step. What a submit
         refuses up front (content against the type's schema, a type with no rubrics) is
@@ -180,14 +184,7 @@ class Application:
                     f"type {type_name!r} reviews with rubric {binding}: {error}; register it "
                     "(or bind another) and submit again (nothing was created)"
                 ) from None
-        created = await self.artifacts.create(
-            type_name,
-            content,
-            actor=actor,
-            title=title,
-            metadata=metadata,
-            artifact_id=artifact_id,
-        )
+        created = await self.artifacts.create(type_name, content, actor=actor, title=title)
         try:
             return await self.artifacts.submit_for_review(created.id, actor=actor, defer=defer)
         except RubricflowError as error:
