@@ -167,6 +167,8 @@ class Application:
         actor: str,
         title: str | None = None,
         defer: bool = False,
+        metadata: Mapping[str, Any] | None = None,
+        artifact_id: str | None = None,
     ) -> ReviewOutcome:
         """Create an artifact of `type_name` and submit it, in one step. What a submit
         refuses up front (content against the type's schema, a type with no rubrics) is
@@ -184,7 +186,14 @@ class Application:
                     f"type {type_name!r} reviews with rubric {binding}: {error}; register it "
                     "(or bind another) and submit again (nothing was created)"
                 ) from None
-        created = await self.artifacts.create(type_name, content, actor=actor, title=title)
+        created = await self.artifacts.create(
+            type_name,
+            content,
+            actor=actor,
+            title=title,
+            metadata=metadata,
+            artifact_id=artifact_id,
+        )
         try:
             return await self.artifacts.submit_for_review(created.id, actor=actor, defer=defer)
         except RubricflowError as error:
