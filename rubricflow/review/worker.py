@@ -126,7 +126,7 @@ class Worker:
     async def run(self, *, once: bool = False) -> WorkerStats:
         """Review until stopped; with `once`, until nothing is waiting. The check process
         pool is started with the worker, and stopped with it unless others still use it."""
-        pool = hold_check_pool(prestart=True)
+        pool = hold_check_pool(prestart=not once)
         slots = [asyncio.create_task(self._slot(index, once)) for index in range(self.concurrency)]
         try:
             await asyncio.gather(*slots)
