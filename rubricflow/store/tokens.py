@@ -172,6 +172,25 @@ class TokenStore:
         token = _row(row)
         return token if token.active() else None
 
+    async def session_key(self, token_id: str, purpose: str) -> tuple[ApiToken, bytes] | None:
+        """The active token `token_id` and a key only the store can derive for it
+        (HMAC-SHA256 of `purpose` keyed by the secret's stored hash), else None. A session
+        signed with it names the token, never its secret, and ends when the token is
+        revoked or expires (the dashboard's sign-in)."""
+        if not token_id or len(token_id) > 64:
+            return None
+        async with self.database.read() as connection:
+            row = (
+                await connection.execute(_tokens.select().where(_tokens.c.id == token_id))
+            ).first()
+        if row is None:
+            return None
+        token = _row(row)
+        if not token.active():
+            return None
+        key = hmac.new(row.secret_hash.encode(), purpose.encode(), hashlib.sha256).digest()
+        return token, key
+
     async def list(self, *, include_revoked: bool = False) -> builtins.list[ApiToken]:
         query = _tokens.select().order_by(_tokens.c.created_at, _tokens.c.name)
         if not include_revoked:

@@ -21,6 +21,7 @@ def routers() -> list[APIRouter]:
         types,
         webhooks,
     )
+    from rubricflow.server.ui import router as ui_router
 
     return [
         health.router,
@@ -33,4 +34,5 @@ def routers() -> list[APIRouter]:
         runs.router,
         evaluate.router,
         openrubricrl.router,
+        ui_router(),  # the dashboard, under /ui (rubricflow.server.ui)
     ]

@@ -1,0 +1,108 @@
+"""The dashboard's Jinja2 templates: autoescaped, loaded from the package only.
+
+Content under review is data: it reaches a template as a value (escaped on output),
+never as template source, and never through `|safe`.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+import jinja2
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+
+__all__ = ["STATIC_PREFIX", "environment", "render"]
+
+#: where the static files are served
+STATIC_PREFIX = "/ui/static"
+
+_environment: jinja2.Environment | None = None
+
+
+def _when(value: datetime | None) -> str:
+    if value is None:
+        return ""
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _ago(value: datetime | None) -> str:
+    """How long ago, roughly: '5 s', '3 min', '2 h', '4 d'."""
+    if value is None:
+        return ""
+    seconds = max(0, int((datetime.now(timezone.utc) - value).total_seconds()))
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "min")):
+        if seconds >= size:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} s"
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.{digits}f}"
+
+
+def _percent(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value * 100:.0f}%"
+
+
+def _label(value: str) -> str:
+    """A state or trigger name for people: 'needs_revision' -> 'needs revision'."""
+    return value.replace("_", " ")
+
+
+def _compact_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def environment() -> jinja2.Environment:
+    global _environment
+    if _environment is None:
+        env = jinja2.Environment(
+            loader=jinja2.PackageLoader("rubricflow.server.ui", "templates"),
+            autoescape=True,
+            undefined=jinja2.StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        env.filters.update(
+            when=_when,
+            ago=_ago,
+            number=_number,
+            percent=_percent,
+            label=_label,
+            compact_json=_compact_json,
+        )
+        env.globals["static"] = lambda path: f"{STATIC_PREFIX}/{path}"
+        _environment = env
+    return _environment
+
+
+def render(
+    request: Request, template: str, context: dict[str, Any], *, status_code: int = 200
+) -> HTMLResponse:
+    """`template` rendered with `context` (plus the request, who is signed in and the
+    CSRF token the page's forms carry) as an HTML response."""
+    from rubricflow.server.ui.sessions import csrf_token
+
+    session = getattr(request.state, "ui_session", None)
+    response = HTMLResponse("", status_code=status_code)
+    values = {
+        "request": request,
+        "session": session,
+        "principal": session.principal if session is not None else None,
+        "auth": request.app.state.settings.auth,
+        "csrf": csrf_token(request, session, response),
+        #: which navigation entry is the current page ("queue", ...)
+        "active": "",
+        **context,
+    }
+    body = environment().get_template(template).render(values)
+    response.body = response.render(body)
+    response.headers["content-length"] = str(len(response.body))
+    return response

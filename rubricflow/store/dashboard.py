@@ -1,0 +1,268 @@
+"""The review dashboard's reads: the queue of artifacts waiting for people, a page at a
+time in SQL (keyset pagination on `(updated_at, id)`, so page N costs what page 1 costs
+however long the queue is), the counts per queue bucket, and an artifact's revisions.
+
+Which states make up the queue is the caller's decision (`QueueBucket`): the store reads
+what it is asked and decides nothing. Queue rows carry no content: a queue page never
+reads the artifacts' (possibly large) content.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from rubricflow.store._sql import as_utc, to_utc
+from rubricflow.store.database import Database
+from rubricflow.store.tables import ArtifactRevisionRow, ArtifactRow
+
+__all__ = [
+    "DashboardQueries",
+    "QueueBucket",
+    "QueueCursor",
+    "QueueFilter",
+    "QueueItem",
+    "QueuePage",
+    "Revision",
+]
+
+_artifacts = ArtifactRow.__table__  # type: ignore[attr-defined]
+_revisions = ArtifactRevisionRow.__table__  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class QueueBucket:
+    """One part of the queue: artifacts in one of `statuses`, optionally only those
+    awaiting (or not awaiting) a person's approval, or with (or without) failed reviews
+    in a row. An artifact belongs to the first bucket it matches."""
+
+    name: str
+    statuses: tuple[str, ...]
+    awaiting_approval: bool | None = None
+    failed: bool | None = None
+
+    def clause(self) -> sa.ColumnElement[bool]:
+        c = _artifacts.c
+        parts: list[sa.ColumnElement[bool]] = [c.status.in_(self.statuses)]
+        if self.awaiting_approval is not None:
+            parts.append(
+                c.awaiting_approval.is_(sa.true())
+                if self.awaiting_approval
+                else c.awaiting_approval.is_(sa.false())
+            )
+        if self.failed is not None:
+            failures = sa.func.coalesce(c.failures, 0)
+            parts.append(failures > 0 if self.failed else failures == 0)
+        return sa.and_(*parts)
+
+
+@dataclass(frozen=True)
+class QueueFilter:
+    """Which artifacts a queue shows: `buckets` (all of them unless `bucket` names one),
+    of `types` (None: any type; empty: none), created by `created_by` (a submitter sees
+    its own), unchanged since `changed_before` (how long they have waited)."""
+
+    buckets: tuple[QueueBucket, ...]
+    bucket: str | None = None
+    types: tuple[str, ...] | None = None
+    created_by: str | None = None
+    changed_before: datetime | None = None
+
+    def _bucket_clauses(self) -> list[tuple[str, sa.ColumnElement[bool]]]:
+        """Each bucket's own clause: matching it and none before it."""
+        clauses: list[tuple[str, sa.ColumnElement[bool]]] = []
+        earlier: list[sa.ColumnElement[bool]] = []
+        for bucket in self.buckets:
+            own = bucket.clause()
+            clauses.append((bucket.name, sa.and_(own, *[sa.not_(e) for e in earlier])))
+            earlier.append(own)
+        return clauses
+
+    def _common(self) -> list[sa.ColumnElement[bool]]:
+        c = _artifacts.c
+        where: list[sa.ColumnElement[bool]] = []
+        if self.types is not None:
+            where.append(c.type.in_(self.types) if self.types else sa.false())
+        if self.created_by is not None:
+            where.append(c.created_by == self.created_by)
+        if self.changed_before is not None:
+            where.append(c.updated_at <= to_utc(self.changed_before))
+        return where
+
+
+@dataclass(frozen=True)
+class QueueCursor:
+    """Where a page ends: the last row's change time and id."""
+
+    updated_at: datetime
+    id: str
+
+    def encode(self) -> str:
+        return f"{to_utc(self.updated_at).isoformat()}|{self.id}"
+
+    @classmethod
+    def decode(cls, text: str) -> QueueCursor | None:
+        """The cursor `encode` wrote, or None for anything else (a stale or forged one
+        starts from the first page)."""
+        when, sep, artifact_id = text.partition("|")
+        if not sep or not artifact_id:
+            return None
+        try:
+            return cls(as_utc(datetime.fromisoformat(when)), artifact_id)
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True)
+class QueueItem:
+    """One artifact in the queue (no content)."""
+
+    id: str
+    type: str
+    status: str
+    bucket: str
+    title: str | None
+    created_by: str
+    revision: int
+    version: int
+    updated_at: datetime
+    awaiting_approval: bool
+    failures: int
+    last_reason: str | None
+
+
+@dataclass(frozen=True)
+class QueuePage:
+    items: tuple[QueueItem, ...]
+    #: the cursor of the next page; None on the last page
+    next: QueueCursor | None
+
+
+@dataclass(frozen=True)
+class Revision:
+    """One revision of an artifact's content."""
+
+    revision: int
+    content: Any
+    status: str
+    actor: str
+    reason: str | None
+    created_at: datetime
+
+
+class DashboardQueries:
+    """The dashboard's read queries over one store's database."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    async def queue_page(
+        self,
+        queue: QueueFilter,
+        *,
+        limit: int = 50,
+        after: QueueCursor | None = None,
+        newest_first: bool = True,
+    ) -> QueuePage:
+        """One page of the queue, ordered by last change (newest first, or oldest) then
+        id, starting after `after`."""
+        c = _artifacts.c
+        clauses = queue._bucket_clauses()
+        if queue.bucket is not None:
+            clauses = [(name, clause) for name, clause in clauses if name == queue.bucket]
+        if not clauses:
+            return QueuePage((), None)
+        bucket = sa.case(*[(clause, name) for name, clause in clauses], else_="").label("bucket")
+        where = [sa.or_(*[clause for _, clause in clauses]), *queue._common()]
+        if after is not None:
+            when = to_utc(after.updated_at)
+            beyond = c.updated_at < when if newest_first else c.updated_at > when
+            where.append(sa.or_(beyond, sa.and_(c.updated_at == when, c.id > after.id)))
+        order = c.updated_at.desc() if newest_first else c.updated_at.asc()
+        query = (
+            sa.select(
+                c.id,
+                c.type,
+                c.status,
+                c.title,
+                c.created_by,
+                c.revision,
+                c.version,
+                c.updated_at,
+                c.awaiting_approval,
+                c.failures,
+                c.last_reason,
+                bucket,
+            )
+            .where(*where)
+            .order_by(order, c.id.asc())
+            .limit(limit + 1)
+        )
+        async with self.database.read() as connection:
+            rows = (await connection.execute(query)).all()
+        items = tuple(
+            QueueItem(
+                id=row.id,
+                type=row.type,
+                status=row.status,
+                bucket=row.bucket,
+                title=row.title,
+                created_by=row.created_by,
+                revision=row.revision,
+                version=row.version,
+                updated_at=as_utc(row.updated_at),
+                awaiting_approval=bool(row.awaiting_approval),
+                failures=int(row.failures or 0),
+                last_reason=row.last_reason,
+            )
+            for row in rows[:limit]
+        )
+        more = len(rows) > limit
+        last = items[-1] if items else None
+        return QueuePage(items, QueueCursor(last.updated_at, last.id) if more and last else None)
+
+    async def queue_counts(self, queue: QueueFilter) -> dict[str, int]:
+        """How many artifacts each bucket holds under `queue`'s filters (its `bucket`
+        choice aside), in one query."""
+        clauses = queue._bucket_clauses()
+        if not clauses:
+            return {}
+        columns = [
+            sa.func.coalesce(sa.func.sum(sa.case((clause, 1), else_=0)), 0).label(f"b{i}")
+            for i, (_, clause) in enumerate(clauses)
+        ]
+        query = (
+            sa.select(*columns)
+            .select_from(_artifacts)
+            .where(sa.or_(*[clause for _, clause in clauses]), *queue._common())
+        )
+        async with self.database.read() as connection:
+            row = (await connection.execute(query)).one()
+        return {name: int(row[i] or 0) for i, (name, _) in enumerate(clauses)}
+
+    async def revisions(
+        self, artifact_id: str, *, numbers: Sequence[int] | None = None
+    ) -> list[Revision]:
+        """The artifact's revisions (all, or those numbered `numbers`), oldest first."""
+        r = _revisions.c
+        query = sa.select(_revisions).where(r.artifact_id == artifact_id)
+        if numbers is not None:
+            query = query.where(r.revision.in_(list(numbers)))
+        async with self.database.read() as connection:
+            rows = (await connection.execute(query.order_by(r.revision))).all()
+        return [
+            Revision(
+                revision=row.revision,
+                content=json.loads(row.content),
+                status=row.status,
+                actor=row.actor,
+                reason=row.reason,
+                created_at=as_utc(row.created_at),
+            )
+            for row in rows
+        ]
