@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Sequence
-from typing import Any
+from typing import Annotated, Any
+
+from fastapi import Path
 
 from rubricflow.application import Application
 from rubricflow.errors import ConfigurationError, NotFoundError
@@ -19,12 +21,19 @@ from rubricflow.server.settings import ServerSettings
 from rubricflow.server.strangers import load_untrusted
 
 __all__ = [
+    "PRINTABLE",
+    "IdPath",
     "check_batch_size",
     "evaluate_each",
     "inline_rubric",
     "parse_reference",
     "registered_rubric",
 ]
+
+
+#: ids and versions in paths and queries: no control characters (PostgreSQL refuses NUL)
+PRINTABLE = r"^[^\x00-\x1f\x7f]+$"
+IdPath = Annotated[str, Path(min_length=1, max_length=402, pattern=PRINTABLE)]
 
 
 def parse_reference(reference: str) -> tuple[str, str | None]:

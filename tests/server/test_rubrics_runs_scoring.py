@@ -97,6 +97,8 @@ def test_rubric_versions_over_http_by_role(start_server, server_db) -> None:
         missing = bot.get("/v1/rubrics/nope@1.0.0")
         assert missing.status_code == 404 and "no version 1.0.0" in missing.json()["detail"]
         assert bot.get("/v1/rubrics/tone@").status_code == 422
+        for tricky in ("/v1/rubrics/a%00b", "/v1/rubrics/a%00b/versions", "/v1/rubrics/%0a"):
+            assert bot.get(tricky).status_code == 422, tricky  # PostgreSQL refuses NUL
 
         # lint: a report, valid or not (no store involved)
         lint = bot.post("/v1/rubrics/lint", json={"document": TONE}).json()
@@ -185,6 +187,8 @@ def test_runs_their_evaluations_and_judge_usage_for_reviewers(start_server, serv
         seen = {e["target_id"] for e in first["evaluations"] + rest["evaluations"]}
         assert seen == {"t1", "t2", "t3"}
         assert rev.get("/v1/runs/nope/evaluations").status_code == 404
+        assert rev.get("/v1/runs/a%00b").status_code == 422
+        assert rev.get("/v1/judge-usage", params={"run": "a\x00b"}).status_code == 422
 
         compared = rev.get(
             "/v1/runs/compare", params={"a": "run-a", "b": "run-b", "threshold": 0.1}

@@ -26,7 +26,12 @@ from rubricflow.model import Rubric
 from rubricflow.results import Evaluation, Target
 from rubricflow.server.auth import AppDep, Submitter
 from rubricflow.server.problems import PROBLEM_RESPONSES
-from rubricflow.server.scoring import check_batch_size, evaluate_each, registered_rubric
+from rubricflow.server.scoring import (
+    IdPath,
+    check_batch_size,
+    evaluate_each,
+    registered_rubric,
+)
 from rubricflow.server.settings import ServerSettings
 
 __all__ = ["router", "score_response"]
@@ -129,7 +134,12 @@ def score_response(rubric: Rubric, evaluation: Evaluation) -> ScoreResponse:
         if result.scored and exact is not None:
             scores[key] = rubric.scale.from_unit(exact)
         explanations[key] = (
-            result.reasoning or "; ".join(result.evidence) or result.notes or result.status
+            result.reasoning
+            or "; ".join(result.evidence)
+            or result.notes
+            or result.level
+            or result.verdict
+            or result.status
         )
     return ScoreResponse(
         overall_score=evaluation.scaled_score,
@@ -168,7 +178,7 @@ def _target(task_input: str, model_output: str, index: int | None = None) -> Tar
     summary="Score one output with a registered rubric (OpenRubricRL-compatible)",
 )
 async def score_with_rubric(
-    rubric: str,
+    rubric: IdPath,
     body: ScoreRequest,
     request: Request,
     principal: Submitter,
@@ -203,7 +213,7 @@ async def score_with_named_rubric(
     summary="Score many outputs with a registered rubric (OpenRubricRL-compatible)",
 )
 async def batch_score_with_rubric(
-    rubric: str,
+    rubric: IdPath,
     body: BatchScoreRequest,
     request: Request,
     principal: Submitter,

@@ -22,7 +22,7 @@ from rubricflow.model import Rubric
 from rubricflow.rubric_diff import RubricDiff
 from rubricflow.server.auth import Admin, AppDep, Reviewer, Submitter
 from rubricflow.server.problems import PROBLEM_RESPONSES
-from rubricflow.server.scoring import parse_reference
+from rubricflow.server.scoring import PRINTABLE, IdPath, parse_reference
 from rubricflow.server.strangers import load_untrusted, refuse_untrusted
 from rubricflow.store.evaluations import CriterionPassRate
 from rubricflow.store.rubrics import RubricVersionInfo
@@ -264,7 +264,10 @@ async def list_rubrics(
     principal: Submitter,
     application: AppDep,
     target_type: str | None = Query(
-        default=None, max_length=200, description="Only rubrics for this target type"
+        default=None,
+        pattern=PRINTABLE,
+        max_length=200,
+        description="Only rubrics for this target type",
     ),
 ) -> RubricList:
     if target_type is not None:
@@ -329,7 +332,7 @@ async def lint_rubric(
     summary="Every stored version of a rubric",
 )
 async def rubric_versions(
-    rubric_id: str, principal: Submitter, application: AppDep
+    rubric_id: IdPath, principal: Submitter, application: AppDep
 ) -> RubricVersions:
     infos = await application.rubrics.history(rubric_id)
     return RubricVersions(versions=[RubricVersionOut.of(info) for info in infos])
@@ -341,17 +344,19 @@ async def rubric_versions(
     summary="What changed between two versions of a rubric",
 )
 async def diff_rubric(
-    rubric_id: str,
+    rubric_id: IdPath,
     principal: Submitter,
     application: AppDep,
     before: str | None = Query(
         default=None,
+        pattern=PRINTABLE,
         alias="from",
         max_length=100,
         description="The older version (default: the one below `to`)",
     ),
     after: str | None = Query(
         default=None,
+        pattern=PRINTABLE,
         alias="to",
         max_length=100,
         description="The newer version (default: the highest)",
@@ -366,13 +371,18 @@ async def diff_rubric(
     summary="Per-criterion pass rates of a rubric over stored evaluations (reviewers)",
 )
 async def pass_rates(
-    rubric_id: str,
+    rubric_id: IdPath,
     principal: Reviewer,
     application: AppDep,
-    version: str | None = Query(default=None, max_length=100),
-    run: str | None = Query(default=None, max_length=200, description="Only this run"),
+    version: str | None = Query(default=None, pattern=PRINTABLE, max_length=100),
+    run: str | None = Query(
+        default=None, pattern=PRINTABLE, max_length=200, description="Only this run"
+    ),
     artifact_type: str | None = Query(
-        default=None, max_length=200, description="Only reviews of this type's artifacts"
+        default=None,
+        pattern=PRINTABLE,
+        max_length=200,
+        description="Only reviews of this type's artifacts",
     ),
     since: datetime | None = Query(default=None, description="Inclusive"),
     until: datetime | None = Query(default=None, description="Exclusive"),
@@ -396,7 +406,7 @@ async def pass_rates(
     summary="A rubric: the latest version, or an exact one as ID@VERSION",
     responses={422: PROBLEM_RESPONSES[422]},
 )
-async def get_rubric(reference: str, principal: Submitter, application: AppDep) -> RubricOut:
+async def get_rubric(reference: IdPath, principal: Submitter, application: AppDep) -> RubricOut:
     rubric_id, version = parse_reference(reference)
     rubric = await application.rubrics.get(rubric_id, version)
     return RubricOut(**RubricSummary.of(rubric).model_dump(), document=rubric)
@@ -407,7 +417,7 @@ async def get_rubric(reference: str, principal: Submitter, application: AppDep) 
     response_model=RubricVersions,
     summary="Hide a rubric from latest lookups (admins); its versions stay readable",
 )
-async def delete_rubric(rubric_id: str, principal: Admin, application: AppDep) -> RubricVersions:
+async def delete_rubric(rubric_id: IdPath, principal: Admin, application: AppDep) -> RubricVersions:
     await application.rubrics.delete(rubric_id)
     infos = await application.rubrics.history(rubric_id)
     return RubricVersions(versions=[RubricVersionOut.of(info) for info in infos])

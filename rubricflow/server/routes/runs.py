@@ -21,6 +21,7 @@ from rubricflow.results import Evaluation
 from rubricflow.runs import RunInfo, RunSummary, summarize
 from rubricflow.server.auth import AppDep, Reviewer
 from rubricflow.server.problems import PROBLEM_RESPONSES
+from rubricflow.server.scoring import PRINTABLE, IdPath
 from rubricflow.store.evaluations import EvaluationFilter, JudgeUsage
 
 __all__ = ["router"]
@@ -231,8 +232,12 @@ async def list_runs(
 async def compare_runs(
     principal: Reviewer,
     application: AppDep,
-    a: str = Query(min_length=1, max_length=200, description="Run A's id, or latest"),
-    b: str = Query(min_length=1, max_length=200, description="Run B's id, or latest"),
+    a: str = Query(
+        min_length=1, max_length=200, pattern=PRINTABLE, description="Run A's id, or latest"
+    ),
+    b: str = Query(
+        min_length=1, max_length=200, pattern=PRINTABLE, description="Run B's id, or latest"
+    ),
     threshold: float | None = Query(
         default=None,
         ge=0.0,
@@ -250,7 +255,7 @@ async def compare_runs(
     summary="A run's stored evaluations, a page at a time",
 )
 async def run_evaluations(
-    run_id: str,
+    run_id: IdPath,
     principal: Reviewer,
     application: AppDep,
     limit: int = Query(default=50, ge=1, le=MAX_PAGE),
@@ -275,7 +280,7 @@ async def run_evaluations(
     response_model=RunOut,
     summary="One run (or `latest`) with its figures and per-criterion pass rates",
 )
-async def get_run(run_id: str, principal: Reviewer, application: AppDep) -> RunOut:
+async def get_run(run_id: IdPath, principal: Reviewer, application: AppDep) -> RunOut:
     run = await application.run(run_id)
     summary = RunSummaryOut.of(summarize(run.evaluations))
     return RunOut(**RunInfoOut.of(run.info).model_dump(), summary=summary)
@@ -289,8 +294,12 @@ async def get_run(run_id: str, principal: Reviewer, application: AppDep) -> RunO
 async def judge_usage(
     principal: Reviewer,
     application: AppDep,
-    run: str | None = Query(default=None, max_length=200, description="Only this run"),
-    rubric: str | None = Query(default=None, max_length=200, description="Only this rubric id"),
+    run: str | None = Query(
+        default=None, pattern=PRINTABLE, max_length=200, description="Only this run"
+    ),
+    rubric: str | None = Query(
+        default=None, pattern=PRINTABLE, max_length=200, description="Only this rubric id"
+    ),
     since: datetime | None = Query(default=None, description="Inclusive"),
     until: datetime | None = Query(default=None, description="Exclusive"),
     by_model: bool = Query(default=True, description="Per provider and model, or totals"),
