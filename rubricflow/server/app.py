@@ -87,7 +87,8 @@ def create_app(
         version=metadata.version("rubricflow"),
         description=_DESCRIPTION,
         lifespan=lifespan,
-        responses={k: v for k, v in PROBLEM_RESPONSES.items() if k in (401, 422)},
+        # any request may be malformed (400), too big (413) or refused (401, 422)
+        responses={k: v for k, v in PROBLEM_RESPONSES.items() if k in (400, 401, 413, 422)},
     )
     app.state.settings = settings
     install_problem_handlers(app)

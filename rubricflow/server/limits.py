@@ -65,19 +65,30 @@ class BodyLimitMiddleware:
                     return
         received = 0
         started = False
+        exceeded = False  # the body passed the limit
+        replaced = False  # the app's own answer is dropped for our 413
 
         async def limited_receive() -> Message:
-            nonlocal received
+            nonlocal received, exceeded
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_bytes:
+                    exceeded = True
                     raise _TooLarge
             return message
 
         async def tracking_send(message: Message) -> None:
-            nonlocal started
+            # a body parser may turn our error into its own (FastAPI: 400 "error parsing
+            # the body"): the answer to a body over the limit is 413 all the same
+            nonlocal started, replaced
+            if replaced:
+                return
             if message["type"] == "http.response.start":
+                if exceeded and not started:
+                    replaced = started = True
+                    await self._refuse(scope, send)
+                    return
                 started = True
             await send(message)
 

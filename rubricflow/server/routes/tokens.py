@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from fastapi import APIRouter
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from rubricflow.server.auth import Admin, AppDep
 from rubricflow.server.problems import PROBLEM_RESPONSES
@@ -22,6 +22,8 @@ router = APIRouter(
 
 
 class TokenCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     name: str = Field(min_length=1, max_length=200, description="Recorded as the actor")
     role: str = Field(pattern="^(submitter|reviewer|admin)$")
     types: list[str] = Field(default_factory=list, description="Allowed artifact types; empty: all")
