@@ -85,16 +85,18 @@ def _check_roles(server: RunningServer, tokens: Tokens) -> None:
 
     for name, (state, method, suffix, body) in OWN.items():
         allowed = 200
+        denied = _new(sub, state)  # a refused request changes nothing: one will do
         for role, expected in _expect(allowed, "own").items():
-            artifact = _new(sub, state)
+            artifact = _new(sub, state) if expected == allowed else denied
             response = clients[role].request(
                 method, f"/v1/artifacts/{artifact['id']}{suffix}", json=body
             )
             check(name, role, response, expected)
     for name, (state, suffix, body, allowed) in DECISIONS.items():
         type_name = "gated" if state == "awaiting" else "note"
+        denied = _new(sub, state, type_name=type_name)
         for role, expected in _expect(allowed, "rev").items():
-            artifact = _new(sub, state, type_name=type_name)
+            artifact = _new(sub, state, type_name=type_name) if expected == allowed else denied
             response = clients[role].post(f"/v1/artifacts/{artifact['id']}{suffix}", json=body)
             check(name, role, response, expected)
             if response.status_code == 200:  # the actor is the token's name
@@ -287,9 +289,7 @@ def test_artifacts_api(start_server: Callable[..., RunningServer], server_db: st
     tokens = prepare(server_db)
     server = start_server(server_db, "--review-workers", "0", "--max-body-bytes", "1000000")
     for name, check in CHECKS.items():
-        started = time.monotonic()
         try:
             check(server, tokens)
-            print(f"{name}: {time.monotonic() - started:.2f} s")
         except AssertionError as error:
             pytest.fail(f"{name}: {error}\n--- server log ---\n{server.output()[-3000:]}")

@@ -54,7 +54,7 @@ __all__ = ["MAX_WAIT_SECONDS", "router"]
 MAX_WAIT_SECONDS = 120.0
 _MAX_PAGE = 200
 
-router = APIRouter(tags=["artifacts"], responses={k: PROBLEM_RESPONSES[k] for k in (403, 404)})
+router = APIRouter(tags=["artifacts"], responses={k: PROBLEM_RESPONSES[k] for k in (403, 404, 503)})
 
 ArtifactId = Annotated[
     str,

@@ -18,7 +18,7 @@ __all__ = ["router"]
 router = APIRouter(
     prefix="/v1/types",
     tags=["artifact types"],
-    responses={k: PROBLEM_RESPONSES[k] for k in (403, 404)},
+    responses={k: PROBLEM_RESPONSES[k] for k in (403, 404, 503)},
 )
 
 TypeName = Annotated[
