@@ -177,6 +177,7 @@ def test_hostile_content_is_shown_as_text_and_runs_nothing(
     assert page.locator('a[href^="javascript"]').count() == 0
     assert page.locator("main script").count() == 0
     assert "49" not in page.locator("pre.content").inner_text()
+    # hovering and tabbing would fire any handler the content had smuggled in
     page.locator("pre.content").hover()
     page.keyboard.press("Tab")
     tab.clean()
