@@ -47,6 +47,7 @@ import asyncio
 import atexit
 import collections
 import contextlib
+import inspect
 import math
 import mmap
 import os
@@ -57,7 +58,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -100,8 +101,6 @@ DEFAULT_TIMEOUT = 10.0
 DEFAULT_MEMORY_MB = 2048
 # how long a new process may take to import rubricflow and say it is ready
 STARTUP_TIMEOUT = 60.0
-# how much lower a pool process's scheduling priority is than its parent's
-CHILD_NICENESS = 5
 # rubric specs a parent remembers having sent to one process (and the process keeps)
 SPEC_CACHE = 256
 
@@ -910,6 +909,7 @@ class _ChildSpec:
     context: ScoringContext
     routes: list[tuple[Criterion, str, str | None]]
     broken: dict[str, str]  # criterion id -> why its function could not be imported
+    sync: bool  # no check is a coroutine function (schemas never wait)
 
 
 def _child_import(path: str) -> Callable[..., Any]:
@@ -938,7 +938,8 @@ def _child_spec(rubric: Rubric, routes: list[Any], path: list[str]) -> _ChildSpe
                 f"the check process cannot import {where!r}: {type(error).__name__}: {error}"
             )
     context = ScoringContext(rubric=rubric, plugins=_ChildPlugins(functions))
-    return _ChildSpec(context, routes, broken)
+    sync = not any(inspect.iscoroutinefunction(f) for f in functions.values())
+    return _ChildSpec(context, routes, broken, sync)
 
 
 def _child_limits(memory_mb: int) -> None:
@@ -1015,6 +1016,9 @@ async def _child_score(
     return result
 
 
+_Answer = list[tuple[int, CriterionResult]]
+
+
 async def _child_job(
     spec: _ChildSpec,
     job: int,
@@ -1023,7 +1027,7 @@ async def _child_job(
     cpu_seconds: float,
     memory_mb: int,
     progress: mmap.mmap,
-) -> list[tuple[int, CriterionResult]]:
+) -> _Answer:
     """Score a job's criteria one after another, each under its CPU budget, noting in
     `progress` which one runs since when."""
     answer = []
@@ -1045,10 +1049,6 @@ def _child_main(argv: list[str]) -> None:
     # the parent decides when a check stops: Ctrl-C or a group SIGTERM is for it
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    # below the event loop's process: when checks and the loop compete for the CPUs, the
-    # loop (lease renewal, signals) goes first
-    with contextlib.suppress(OSError):
-        os.nice(CHILD_NICENESS)
     _child_limits(memory_mb)
     progress = mmap.mmap(progress_fd, _PROGRESS.size)
     loop = asyncio.new_event_loop()
@@ -1066,14 +1066,33 @@ def _child_main(argv: list[str]) -> None:
             if spec_data is not None:
                 specs[key] = _child_spec(*spec_data)
             spec = specs[key]
-            answer = loop.run_until_complete(
-                _child_job(spec, job, indices, target, cpu_seconds, memory_mb, progress)
-            )
+            arguments = (spec, job, indices, target, cpu_seconds, memory_mb, progress)
+            answer = _finish_now(_child_job(*arguments), loop) if spec.sync else None
+            if answer is None:
+                answer = loop.run_until_complete(_child_job(*arguments))
             try:
                 message = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
             except Exception:  # an unpicklable value in some evidence, say: find which
                 message = pickle.dumps([_sendable(spec, entry) for entry in answer])
             _write_all(result_fd, message)
+
+
+def _finish_now(
+    job: Coroutine[Any, Any, _Answer], loop: asyncio.AbstractEventLoop
+) -> _Answer | None:
+    """A job whose checks are all sync never waits: run it to its end in one step, not
+    through the event loop (a loop's turn costs more than the checks); None if it waits
+    after all (a sync check that returned an awaitable): the caller runs it again, on
+    the loop."""
+    asyncio.events._set_running_loop(loop)  # what a check may ask for is there
+    try:
+        job.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    finally:
+        asyncio.events._set_running_loop(None)
+    job.close()
+    return None
 
 
 def _sendable(spec: _ChildSpec, entry: tuple[int, Any]) -> tuple[int, Any]:
