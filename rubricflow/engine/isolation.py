@@ -28,12 +28,14 @@ criteria, check functions of entry-point plugins, and `module:function` checks a
 imports (only with `allow_import`). rubricflow's own built-in checks are proven linear and
 stay in-process; so do checks of a plugin object registered in-process only
 (`create_plugin_manager(plugins=[...])`), which a fresh process could not rebuild the
-same way. A child imports a function by its module and qualified name, which the parent
-has imported already, so it never imports code the parent did not; one it cannot import
-(a closure, a bound method, a lambda, anything in `__main__`) runs in-process. `process`
-sends every check a child can import, built-ins too; `off` runs everything in-process.
-In-process, an async check is still held to the wall-clock budget while it awaits; a
-sync one cannot be. Other scorers (LLM judges, third-party scorers) always run
+same way; and so do async checks (coroutine functions): they wait on I/O, which runs
+concurrently in-process and would queue behind one another in a pool process, and the
+wall-clock budget stops them there while they await. A child imports a function by its
+module and qualified name, which the parent has imported already, so it never imports
+code the parent did not; one it cannot import (a closure, a bound method, a lambda,
+anything in `__main__`) runs in-process. `process` sends every check a child can
+import, built-ins and async ones too; `off` runs everything in-process. A sync check
+in-process cannot be stopped. Other scorers (LLM judges, third-party scorers) always run
 in-process: they wait on I/O, under their own timeouts.
 
 The pool is created on first use, shared by the process, and shut down when the last
@@ -279,10 +281,13 @@ def _route(criterion: Criterion, context: ScoringContext, mode: Mode) -> _Route 
     path = _import_path(name, function)
     if path is None:
         return None  # nothing a fresh process could import
-    if mode == "auto" and name in context.plugins.functions:
-        builtin, from_entry_point = _owner(context.plugins, name)
-        if builtin or not from_entry_point:
-            return None  # proven linear, or a plugin object given in-process only
+    if mode == "auto":
+        if inspect.iscoroutinefunction(function):
+            return None  # waits on I/O, concurrently in-process, under the budget
+        if name in context.plugins.functions:
+            builtin, from_entry_point = _owner(context.plugins, name)
+            if builtin or not from_entry_point:
+                return None  # proven linear, or a plugin object given in-process only
     return _Route(criterion, method, path)
 
 
