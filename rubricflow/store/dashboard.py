@@ -17,11 +17,24 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from rubricflow.runs import RunInfo
 from rubricflow.store._sql import as_utc, to_utc
 from rubricflow.store.database import Database
-from rubricflow.store.tables import ArtifactRevisionRow, ArtifactRow
+from rubricflow.store.rubrics import RubricVersionInfo
+from rubricflow.store.rubrics import _latest_key as version_order
+from rubricflow.store.runs import RunOverview, RunStore
+from rubricflow.store.runs import _info as run_info
+from rubricflow.store.tables import (
+    ArtifactRevisionRow,
+    ArtifactRow,
+    RubricRow,
+    RubricVersionRow,
+    RunRow,
+)
 
 __all__ = [
+    "CatalogueEntry",
+    "CataloguePage",
     "DashboardQueries",
     "QueueBucket",
     "QueueCursor",
@@ -29,10 +42,15 @@ __all__ = [
     "QueueItem",
     "QueuePage",
     "Revision",
+    "RunCursor",
+    "RunPage",
 ]
 
 _artifacts = ArtifactRow.__table__  # type: ignore[attr-defined]
 _revisions = ArtifactRevisionRow.__table__  # type: ignore[attr-defined]
+_rubrics = RubricRow.__table__  # type: ignore[attr-defined]
+_rubric_versions = RubricVersionRow.__table__  # type: ignore[attr-defined]
+_runs = RunRow.__table__  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -155,6 +173,53 @@ class Revision:
     created_at: datetime
 
 
+@dataclass(frozen=True)
+class RunCursor:
+    """Where a page of runs ends: the last run's start time and id."""
+
+    started_at: datetime
+    id: str
+
+    def encode(self) -> str:
+        return f"{to_utc(self.started_at).isoformat()}|{self.id}"
+
+    @classmethod
+    def decode(cls, text: str) -> RunCursor | None:
+        when, sep, run_id = text.partition("|")
+        if not sep or not run_id:
+            return None
+        try:
+            return cls(as_utc(datetime.fromisoformat(when)), run_id)
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True)
+class RunPage:
+    items: tuple[RunOverview, ...]
+    next: RunCursor | None
+
+
+@dataclass(frozen=True)
+class CatalogueEntry:
+    """A rubric and its stored versions (lowest to highest semver)."""
+
+    rubric_id: str
+    deleted: bool
+    versions: tuple[RubricVersionInfo, ...]
+
+    @property
+    def latest(self) -> RubricVersionInfo | None:
+        return self.versions[-1] if self.versions else None
+
+
+@dataclass(frozen=True)
+class CataloguePage:
+    items: tuple[CatalogueEntry, ...]
+    #: the rubric id the next page starts after; None on the last page
+    next: str | None
+
+
 class DashboardQueries:
     """The dashboard's read queries over one store's database."""
 
@@ -266,3 +331,82 @@ class DashboardQueries:
             )
             for row in rows
         ]
+
+    async def run_page(self, *, limit: int = 50, after: RunCursor | None = None) -> RunPage:
+        """One page of runs, newest first (keyset on start time and id), each with its
+        figures summed in SQL (`RunStore.overviews_of`)."""
+        r = _runs.c
+        query = sa.select(_runs)
+        if after is not None:
+            when = to_utc(after.started_at)
+            query = query.where(
+                sa.or_(r.started_at < when, sa.and_(r.started_at == when, r.id < after.id))
+            )
+        query = query.order_by(r.started_at.desc(), r.id.desc()).limit(limit + 1)
+        async with self.database.read() as connection:
+            rows = (await connection.execute(query)).all()
+        infos: list[RunInfo] = [run_info(row) for row in rows[:limit]]
+        overviews = await RunStore(self.database).overviews_of(infos)
+        more = len(rows) > limit
+        last = rows[limit - 1] if more else None
+        cursor = RunCursor(as_utc(last.started_at), last.id) if last is not None else None
+        return RunPage(tuple(overviews), cursor)
+
+    async def rubric_catalogue(
+        self, *, limit: int = 50, after: str | None = None, search: str = ""
+    ) -> CataloguePage:
+        """One page of rubrics by id (keyset), each with every stored version; `search`
+        keeps ids containing it."""
+        rb, v = _rubrics.c, _rubric_versions.c
+        query = sa.select(rb.rubric_id, rb.deleted_at)
+        if after is not None:
+            query = query.where(rb.rubric_id > after)
+        if search:
+            escaped = search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            query = query.where(rb.rubric_id.like(f"%{escaped}%", escape="\\"))
+        query = query.order_by(rb.rubric_id).limit(limit + 1)
+        async with self.database.read() as connection:
+            rows = (await connection.execute(query)).all()
+            chosen = [row.rubric_id for row in rows[:limit]]
+            versions = (
+                await connection.execute(
+                    sa.select(
+                        v.rubric_id,
+                        v.version,
+                        v.content_hash,
+                        v.name,
+                        v.target_type,
+                        v.source_format,
+                        v.created_at,
+                    ).where(v.rubric_id.in_(chosen))
+                )
+            ).all()
+        by_id: dict[str, list[RubricVersionInfo]] = {}
+        deleted = {row.rubric_id: row.deleted_at is not None for row in rows}
+        for row in versions:
+            by_id.setdefault(row.rubric_id, []).append(
+                RubricVersionInfo(
+                    row.rubric_id,
+                    row.version,
+                    row.content_hash,
+                    row.name,
+                    row.target_type,
+                    row.source_format,
+                    as_utc(row.created_at),
+                    deleted[row.rubric_id],
+                )
+            )
+        items = tuple(
+            CatalogueEntry(
+                rubric_id,
+                deleted[rubric_id],
+                tuple(
+                    sorted(
+                        by_id.get(rubric_id, []),
+                        key=lambda info: version_order(info.version, info.created_at),
+                    )
+                ),
+            )
+            for rubric_id in chosen
+        )
+        return CataloguePage(items, chosen[-1] if len(rows) > limit and chosen else None)

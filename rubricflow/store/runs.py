@@ -327,14 +327,19 @@ class RunStore:
 
     async def overviews(self, *, limit: int = 50) -> builtins.list[RunOverview]:
         """The newest runs first, each with the figures `summarize` gives for the run's
-        evaluations (the latest per target), without reading one evaluation document.
+        evaluations (the latest per target), without reading one evaluation document
+        (`overviews_of`)."""
+        return await self.overviews_of(await self.list(limit=limit))
+
+    async def overviews_of(self, infos: Sequence[RunInfo]) -> builtins.list[RunOverview]:
+        """`infos`' runs, in their order, each with the figures `summarize` gives for the
+        run's evaluations (the latest per target), without reading one evaluation document.
 
         Counts (verdicts, per-criterion outcomes, calls, cache hits, tokens) are SQL
         aggregates over the evaluation, criterion and call rows. The float figures are
         added up in Python from one narrow column each (scores, durations, costs), since
         SQL would sum them in an order and precision of its own and the figures must be
         `summarize`'s to the last bit."""
-        infos = await self.list(limit=limit)
         if not infos:
             return []
         chosen = _chosen([info.id for info in infos])

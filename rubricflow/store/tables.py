@@ -19,6 +19,7 @@ __all__ = [
     "EvaluationRow",
     "IdempotencyKeyRow",
     "JudgeCacheRow",
+    "JudgeCorrectionRow",
     "LLMCallRow",
     "RubricRow",
     "RubricVersionRow",
@@ -236,6 +237,8 @@ class ArtifactRow(SQLModel, table=True):
     __table_args__ = (
         sa.Index("ix_artifacts_type_status", "type", "status", "updated_at"),
         sa.Index("ix_artifacts_queue", "status", "queued_at"),
+        # the review dashboard's queue pages: by state, in keyset order (migration 0010)
+        sa.Index("ix_artifacts_status_updated", "status", "updated_at", "id"),
         # keyset pages of a listing, newest first (migration 0009)
         sa.Index("ix_artifacts_created", "created_at", "id"),
     )
@@ -406,3 +409,21 @@ class IdempotencyKeyRow(SQLModel, table=True):
     expires_at: datetime = Field(
         sa_column=sa.Column(sa.DateTime(timezone=True), nullable=False, index=True)
     )
+
+
+class JudgeCorrectionRow(SQLModel, table=True):
+    """A criterion a person said the judge got wrong, when deciding on an artifact (an
+    override or a reject): the decision is the audit event `(artifact_id, event_seq)`,
+    the criterion one of evaluation `evaluation_id`'s. With the audit trail and the stored
+    evaluations these make every human decision a label (see store/labels.py)."""
+
+    __tablename__ = "judge_corrections"
+
+    artifact_id: str = Field(
+        primary_key=True, max_length=200, foreign_key="artifacts.id", ondelete="CASCADE"
+    )
+    event_seq: int = Field(primary_key=True)
+    evaluation_id: str = Field(primary_key=True, max_length=64)
+    criterion_id: str = Field(primary_key=True, max_length=200)
+    actor: str = Field(max_length=200)
+    created_at: datetime = _when(nullable=False)
