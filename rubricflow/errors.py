@@ -8,14 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "ArtifactConflictError",
+    "AuthenticationError",
     "ConfigurationError",
     "ContentValidationError",
     "FormatDetectionError",
     "IllegalTransitionError",
     "NotFoundError",
+    "PermissionDeniedError",
     "PluginConflictError",
     "PluginError",
     "PreconditionFailedError",
@@ -27,6 +30,7 @@ __all__ = [
     "RubricflowError",
     "SchemaOutdatedError",
     "ScoringError",
+    "ServerError",
     "StoreError",
     "UnsafeImportError",
     "WebhookError",
@@ -34,7 +38,14 @@ __all__ = [
 
 
 class RubricflowError(Exception):
-    """Base of every error rubricflow raises on purpose."""
+    """Base of every error rubricflow raises on purpose.
+
+    An error the HTTP API answered (raised by `rubricflow.client`) also carries the
+    response's `status` and its problem document (`problem`, RFC 9457); both are None
+    for errors raised in process."""
+
+    status: int | None = None
+    problem: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -163,3 +174,17 @@ class ContentValidationError(ReviewError):
 class WebhookError(RubricflowError):
     """A webhook cannot be registered, sent or replayed as asked (a URL that is not http(s)
     or reaches a private network, an unknown event, a delivery still pending)."""
+
+
+class AuthenticationError(RubricflowError):
+    """The HTTP API refused the request's token (401): none was sent, or it is unknown,
+    revoked or expired. Ask an admin for a token (`rubricflow tokens create`)."""
+
+
+class PermissionDeniedError(RubricflowError):
+    """The token's role or artifact types do not allow the request (403)."""
+
+
+class ServerError(RubricflowError):
+    """The HTTP API could not be reached, or failed on its side (5xx other than a store
+    that cannot answer, which is a `StoreError`)."""
