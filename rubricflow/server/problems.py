@@ -17,7 +17,6 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rubricflow.errors import (
@@ -39,6 +38,7 @@ from rubricflow.errors import (
     StoreError,
     UnsafeImportError,
 )
+from rubricflow.wire.problems import PROBLEM_JSON, ApiProblem, ProblemDetail
 
 __all__ = [
     "PROBLEM_JSON",
@@ -50,7 +50,6 @@ __all__ = [
     "problem_response",
 ]
 
-PROBLEM_JSON = "application/problem+json"
 #: the id of the request being served (set by the operations middleware); every problem
 #: document carries it as `request_id`, so a client's report finds the server's log line
 REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -78,31 +77,6 @@ _STATUS: tuple[tuple[type[RubricflowError], int, str], ...] = (
     (PluginError, 500, "plugin-error"),
     (RubricflowError, 422, "refused"),
 )
-
-
-class ProblemDetail(BaseModel):
-    """One item of a problem's `errors`: where (a field path) and what."""
-
-    model_config = ConfigDict(extra="allow")
-
-    path: str = ""
-    message: str
-
-
-class ApiProblem(BaseModel):
-    """An RFC 9457 problem document."""
-
-    model_config = ConfigDict(extra="allow")
-
-    type: str = Field(description="A URI naming the kind of problem")
-    title: str
-    status: int
-    detail: str = ""
-    instance: str = ""
-    errors: list[ProblemDetail] = Field(default_factory=list)
-    request_id: str | None = Field(
-        default=None, description="The request's X-Request-Id, as the server's log has it"
-    )
 
 
 def _content(description: str) -> dict[str, Any]:

@@ -35,7 +35,8 @@ from rubricflow.results import Evaluation
 from rubricflow.review.lifecycle import DEAD_LETTERED, STATES
 from rubricflow.server.auth import AppDep, Principal, Reviewer, Submitter
 from rubricflow.server.problems import PROBLEM_RESPONSES
-from rubricflow.server.review_models import (
+from rubricflow.store.artifact_models import Artifact, ArtifactEvent
+from rubricflow.wire.artifacts import (
     ID_PATTERN,
     ArtifactCreate,
     ArtifactPage,
@@ -46,7 +47,6 @@ from rubricflow.server.review_models import (
     Submission,
     Supersession,
 )
-from rubricflow.store.artifact_models import Artifact, ArtifactEvent
 
 __all__ = ["MAX_WAIT_SECONDS", "router"]
 

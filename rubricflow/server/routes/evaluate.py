@@ -17,15 +17,13 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rubricflow.application import Application
 from rubricflow.errors import RubricflowError
 from rubricflow.model import Rubric
 from rubricflow.results import Evaluation, Target
 from rubricflow.server.auth import AppDep, Submitter
-from rubricflow.server.problems import PROBLEM_RESPONSES, ApiProblem, status_of
-from rubricflow.server.routes.rubrics import MAX_DOCUMENT_CHARS
+from rubricflow.server.problems import PROBLEM_RESPONSES, status_of
 from rubricflow.server.scoring import (
     check_batch_size,
     evaluate_each,
@@ -33,88 +31,19 @@ from rubricflow.server.scoring import (
     registered_rubric,
 )
 from rubricflow.server.settings import ServerSettings
+from rubricflow.wire.problems import ApiProblem
+from rubricflow.wire.scoring import (
+    NDJSON,
+    EvaluateRequest,
+    EvaluateResponse,
+    EvaluationLine,
+    RubricRef,
+    Tally,
+)
 
 __all__ = ["NDJSON", "router"]
 
-NDJSON = "application/x-ndjson"
-
 router = APIRouter(prefix="/v1", tags=["scoring"])
-
-
-class EvaluateRequest(BaseModel):
-    """A rubric (`rubric`, or `document` inline) and one `target` or many `targets`."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    rubric: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=302,
-        description="A registered rubric: ID (the latest version) or ID@VERSION",
-    )
-    document: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_DOCUMENT_CHARS,
-        description="A rubric document as text (YAML or JSON, any supported format)",
-    )
-    format: str | None = Field(
-        default=None, max_length=100, description="The inline document's format; default: detected"
-    )
-    rubric_id: str | None = Field(
-        default=None,
-        max_length=200,
-        description="Which rubric of an inline document that holds several",
-    )
-    target: Target | None = Field(default=None, description="One target")
-    targets: list[Target] | None = Field(
-        default=None, min_length=1, description="Several targets (bounded by the server)"
-    )
-
-    @model_validator(mode="after")
-    def _one_of_each(self) -> EvaluateRequest:
-        if (self.rubric is None) == (self.document is None):
-            raise ValueError("give either `rubric` (ID or ID@VERSION) or `document`, not both")
-        if (self.target is None) == (self.targets is None):
-            raise ValueError("give either `target` or `targets`, not both")
-        if self.rubric is not None and (self.format is not None or self.rubric_id is not None):
-            raise ValueError("`format` and `rubric_id` go with an inline `document`")
-        return self
-
-    @property
-    def all_targets(self) -> list[Target]:
-        return [self.target] if self.target is not None else list(self.targets or [])
-
-
-class RubricRef(BaseModel):
-    id: str
-    version: str
-    content_hash: str
-
-
-class Tally(BaseModel):
-    total: int
-    passed: int
-    failed: int
-    incomplete: int
-
-
-class EvaluateResponse(BaseModel):
-    """Every target's evaluation, in the order the targets were given."""
-
-    rubric: RubricRef
-    evaluations: list[Evaluation]
-    summary: Tally
-
-
-class EvaluationLine(BaseModel):
-    """One line of an NDJSON answer: the target's place in the request, its id, and its
-    evaluation (or, should it fail outright, a problem)."""
-
-    index: int
-    target_id: str | None
-    evaluation: Evaluation | None = None
-    error: ApiProblem | None = None
 
 
 def _line_schema() -> dict[str, Any]:

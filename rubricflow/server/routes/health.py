@@ -4,31 +4,14 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
 
 from rubricflow.server.auth import AppDep, Submitter
 from rubricflow.server.problems import PROBLEM_RESPONSES, problem_response
+from rubricflow.wire.service import Health, Me, Readiness
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["operations"])
-
-
-class Health(BaseModel):
-    status: str
-
-
-class Readiness(BaseModel):
-    status: str
-    schema_revision: str | None
-
-
-class Me(BaseModel):
-    """The token this request was made with."""
-
-    name: str
-    role: str
-    types: list[str]
 
 
 @router.get("/healthz", response_model=Health, summary="The process is up")

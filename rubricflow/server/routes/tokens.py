@@ -3,14 +3,11 @@ revoke."""
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field
 
 from rubricflow.server.auth import Admin, AppDep
 from rubricflow.server.problems import PROBLEM_RESPONSES
-from rubricflow.store.tokens import ApiToken
+from rubricflow.wire.tokens import TokenCreate, TokenIssued, TokenOut
 
 __all__ = ["router"]
 
@@ -19,43 +16,6 @@ router = APIRouter(
     tags=["tokens"],
     responses={k: PROBLEM_RESPONSES[k] for k in (403, 404)},
 )
-
-
-class TokenCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(min_length=1, max_length=200, description="Recorded as the actor")
-    role: str = Field(pattern="^(submitter|reviewer|admin)$")
-    types: list[str] = Field(default_factory=list, description="Allowed artifact types; empty: all")
-    expires_at: datetime | None = None
-
-
-class TokenOut(BaseModel):
-    id: str
-    name: str
-    role: str
-    types: list[str]
-    created_by: str
-    created_at: datetime | None
-    expires_at: datetime | None
-    revoked_at: datetime | None
-
-    @classmethod
-    def of(cls, token: ApiToken) -> TokenOut:
-        return cls(
-            id=token.id,
-            name=token.name,
-            role=token.role,
-            types=list(token.types),
-            created_by=token.created_by,
-            created_at=token.created_at,
-            expires_at=token.expires_at,
-            revoked_at=token.revoked_at,
-        )
-
-
-class TokenIssued(TokenOut):
-    token: str = Field(description="The secret: shown this once, never stored")
 
 
 @router.post("", status_code=201, response_model=TokenIssued, summary="Create a token")

@@ -10,8 +10,8 @@ from fastapi import APIRouter, HTTPException, Path
 from rubricflow.errors import NotFoundError
 from rubricflow.server.auth import Admin, AppDep, Submitter
 from rubricflow.server.problems import PROBLEM_RESPONSES
-from rubricflow.server.review_models import ID_PATTERN, ArtifactTypeIn
 from rubricflow.store.artifact_models import ArtifactType
+from rubricflow.wire.artifacts import ID_PATTERN, ArtifactTypeIn
 
 __all__ = ["router"]
 
