@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Literal
 
+import sqlalchemy as sa
+
 from rubricflow.store._sql import as_utc, insert_ignoring_duplicates, utcnow
 from rubricflow.store.database import Database
 from rubricflow.store.tables import IdempotencyKeyRow
@@ -29,6 +31,23 @@ __all__ = ["IdempotencyStore", "KeyClaim", "StoredResponse"]
 _keys = IdempotencyKeyRow.__table__  # type: ignore[attr-defined]
 #: how often (seconds) a process deletes expired keys, as it records a new one
 PURGE_EVERY_SECONDS = 600.0
+# one statement object, built once: SQLite runs it on its direct path (store/direct.py)
+# instead of compiling it for every request
+_FINISH = (
+    _keys.update()
+    .where(
+        _keys.c.principal == sa.bindparam("w_principal"),
+        _keys.c.key == sa.bindparam("w_key"),
+        _keys.c.fingerprint == sa.bindparam("w_fingerprint"),
+        _keys.c.status.is_(None),
+    )
+    .values(
+        status=sa.bindparam("v_status"),
+        headers=sa.bindparam("v_headers"),
+        body=sa.bindparam("v_body"),
+        locked_until=None,
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -119,19 +138,15 @@ class IdempotencyStore:
         """Record the response of the request holding `key`, for retries to replay."""
         async with self.database.transaction() as connection:
             await connection.execute(
-                _keys.update()
-                .where(
-                    _keys.c.principal == principal,
-                    _keys.c.key == key,
-                    _keys.c.fingerprint == fingerprint,
-                    _keys.c.status.is_(None),
-                )
-                .values(
-                    status=response.status,
-                    headers=json.dumps([list(pair) for pair in response.headers]),
-                    body=response.body,
-                    locked_until=None,
-                )
+                _FINISH,
+                {
+                    "w_principal": principal,
+                    "w_key": key,
+                    "w_fingerprint": fingerprint,
+                    "v_status": response.status,
+                    "v_headers": json.dumps([list(pair) for pair in response.headers]),
+                    "v_body": response.body,
+                },
             )
 
     async def release(self, principal: str, key: str, fingerprint: str) -> None:

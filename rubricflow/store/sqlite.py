@@ -92,7 +92,14 @@ def create_sqlite_engine(url: str, *, in_memory: bool) -> AsyncEngine:
     stats = FastPathStats()
     creator, checkpointer = _aiosqlite_creator(dialect_only, stats, in_memory=in_memory)
     engine = SQLiteEngine(
-        create_async_engine(url, creator=creator, pool_reset_on_return=None).sync_engine,
+        create_async_engine(
+            url,
+            creator=creator,
+            pool_reset_on_return=None,
+            # a server's concurrent requests each hold a connection: a pool smaller than
+            # that closes and reopens connections (each with its thread) all the time
+            **({} if in_memory else {"pool_size": 20, "max_overflow": 20}),
+        ).sync_engine,
         checkpointer,
         stats,
     )

@@ -32,6 +32,8 @@ __all__ = ["ROLES", "ApiToken", "IssuedToken", "TokenStore", "hash_secret"]
 ROLES = ("submitter", "reviewer", "admin")
 _PREFIX = "rf_"
 _tokens = ApiTokenRow.__table__  # type: ignore[attr-defined]
+# built once: every request verifies a token, so its statement is not rebuilt each time
+_BY_ID = _tokens.select().where(_tokens.c.id == sa.bindparam("token_id"))
 
 
 def hash_secret(secret: str) -> str:
@@ -164,9 +166,7 @@ class TokenStore:
         if not token_id or not secret:
             return None
         async with self.database.read() as connection:
-            row = (
-                await connection.execute(_tokens.select().where(_tokens.c.id == token_id))
-            ).first()
+            row = (await connection.execute(_BY_ID, {"token_id": token_id})).first()
         if row is None or not hmac.compare_digest(row.secret_hash, hash_secret(secret)):
             return None
         token = _row(row)
