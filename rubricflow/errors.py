@@ -15,6 +15,7 @@ __all__ = [
     "AuthenticationError",
     "ConfigurationError",
     "ContentValidationError",
+    "DecisionTimeoutError",
     "FormatDetectionError",
     "IllegalTransitionError",
     "NotFoundError",
@@ -188,3 +189,7 @@ class PermissionDeniedError(RubricflowError):
 class ServerError(RubricflowError):
     """The HTTP API could not be reached, or failed on its side (5xx other than a store
     that cannot answer, which is a `StoreError`)."""
+
+
+class DecisionTimeoutError(RubricflowError, TimeoutError):
+    """An artifact was not decided within the time a client chose to wait for it."""
