@@ -23,7 +23,7 @@ from rubricflow.llm.base import redact
 from rubricflow.results import CriterionResult, Evaluation
 from rubricflow.runs import HISTOGRAM_BINS, RunData, RunSummary, summarize
 
-__all__ = ["format_cost", "format_rate", "render_report", "write_report"]
+__all__ = ["format_cost", "format_rate", "render_report", "report_data", "write_report"]
 
 # the histogram's drawing box (SVG user units)
 CHART_WIDTH, CHART_HEIGHT, CHART_TOP, CHART_BOTTOM = 600, 240, 24, 40
@@ -173,11 +173,11 @@ def _hash_source(text: str) -> str:
     return "sha256-" + base64.b64encode(digest).decode("ascii")
 
 
-def render_report(run: RunData, *, title: str | None = None) -> str:
-    """The run as one self-contained HTML page (see the module docstring)."""
-    environment = _environment()
+def report_data(run: RunData) -> dict[str, Any]:
+    """What the report shows of a run, ready to place: `summary`, verdict `counts`, the
+    score `histogram` (bars), `criteria` (pass rates) and `targets` (each with its
+    criteria). The dashboard's run page shows the same."""
     summary = summarize(run.evaluations)
-    targets = _targets(run.evaluations)
     criteria = [
         {
             "id": c.criterion_id,
@@ -191,6 +191,24 @@ def render_report(run: RunData, *, title: str | None = None) -> str:
         }
         for c in summary.criteria
     ]
+    return {
+        "summary": summary,
+        "counts": {
+            "pass": summary.passed,
+            "fail": summary.failed,
+            "incomplete": summary.incomplete,
+        },
+        "histogram": _histogram(summary),
+        "criteria": criteria,
+        "targets": _targets(run.evaluations),
+    }
+
+
+def render_report(run: RunData, *, title: str | None = None) -> str:
+    """The run as one self-contained HTML page (see the module docstring)."""
+    environment = _environment()
+    data = report_data(run)
+    summary, targets = data["summary"], data["targets"]
     info = run.info
     rubric = f"{info.rubric_id}@{info.rubric_version}" if info.rubric_version else info.rubric_id
     style = environment.get_template("report.css.j2").render()
@@ -207,13 +225,9 @@ def render_report(run: RunData, *, title: str | None = None) -> str:
         # credentials: the header shows which judge, never its secret
         options=sorted((str(k), redact(str(v))) for k, v in info.options.items()),
         summary=summary,
-        counts={
-            "pass": summary.passed,
-            "fail": summary.failed,
-            "incomplete": summary.incomplete,
-        },
-        histogram=_histogram(summary),
-        criteria=criteria,
+        counts=data["counts"],
+        histogram=data["histogram"],
+        criteria=data["criteria"],
         targets=targets,
         data=_script_data(targets, [c.criterion_id for c in summary.criteria]),
         style=Markup(style),

@@ -18,9 +18,17 @@ __all__ = ["router"]
 def router() -> APIRouter:
     """The dashboard's routes under /ui (left out of the OpenAPI document: they answer
     HTML, not the API's JSON)."""
-    from rubricflow.server.ui import artifact, queue, signin, static
+    from rubricflow.server.ui import agreement, artifact, queue, rubrics, runs, signin, static
 
     combined = APIRouter(prefix="/ui", include_in_schema=False)
-    for part in (signin.router, queue.router, artifact.router, static.router):
+    for part in (
+        signin.router,
+        queue.router,
+        artifact.router,
+        rubrics.router,
+        runs.router,
+        agreement.router,
+        static.router,
+    ):
         combined.include_router(part)
     return combined

@@ -23,6 +23,8 @@ __all__ = ["MAX_FORM_BYTES", "Viewer", "posted_form", "readable", "require_decid
 
 #: the biggest form the dashboard reads (reasons are short; content is never posted here)
 MAX_FORM_BYTES = 64 * 1024
+#: the most fields a form may have (a decision ticks at most this many criteria)
+MAX_FORM_FIELDS = 500
 
 
 async def _viewer(request: Request) -> Session:
@@ -46,8 +48,11 @@ def _same_origin(request: Request) -> bool:
     return urlsplit(origin).netloc == request.headers.get("host", "")
 
 
-async def posted_form(request: Request, session: Session | None) -> dict[str, str]:
-    """The posted form's fields (the first value of each), after the CSRF check."""
+async def posted_form(
+    request: Request, session: Session | None, *, multi: frozenset[str] = frozenset()
+) -> dict[str, str]:
+    """The posted form's fields (the first value of each; every value of a field in
+    `multi`, one a line), after the CSRF check."""
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != "application/x-www-form-urlencoded":
         raise HTTPException(415, "the dashboard takes forms (application/x-www-form-urlencoded)")
@@ -56,11 +61,18 @@ async def posted_form(request: Request, session: Session | None) -> dict[str, st
         raise HTTPException(413, f"the form is over {MAX_FORM_BYTES} bytes")
     try:
         fields = parse_qs(
-            body.decode("utf-8"), keep_blank_values=True, strict_parsing=False, max_num_fields=20
+            body.decode("utf-8"),
+            keep_blank_values=True,
+            strict_parsing=False,
+            max_num_fields=MAX_FORM_FIELDS,
         )
     except (UnicodeDecodeError, ValueError):
         raise HTTPException(400, "the form could not be read") from None
-    form = {name: values[0] for name, values in fields.items() if values}
+    form = {
+        name: "\n".join(values) if name in multi else values[0]
+        for name, values in fields.items()
+        if values
+    }
     if not _same_origin(request) or not check_csrf(request, session, form.get("csrf", "")):
         raise HTTPException(
             403,

@@ -20,6 +20,8 @@ from fastapi.responses import RedirectResponse
 from rubricflow.application import Application
 from rubricflow.results import Evaluation, LLMCall
 from rubricflow.server.ui.access import Viewer, posted_form, readable, require_decider
+from rubricflow.server.ui.agreement import judged_wrong as _judged_wrong
+from rubricflow.server.ui.agreement import record_corrections
 from rubricflow.server.ui.security import UiRoute
 from rubricflow.server.ui.templating import render
 from rubricflow.store.dashboard import DashboardQueries
@@ -174,7 +176,7 @@ async def artifact_page(
 
 @router.post("/artifacts/{artifact_id}/decision", summary="Decide on an artifact")
 async def decide(request: Request, viewer: Viewer, artifact_id: _ArtifactId) -> Response:
-    form = await posted_form(request, viewer)
+    form = await posted_form(request, viewer, multi=frozenset({"wrong"}))
     application: Application = request.app.state.application
     artifacts = application.artifacts
     principal = viewer.principal
@@ -187,8 +189,11 @@ async def decide(request: Request, viewer: Viewer, artifact_id: _ArtifactId) -> 
     if action in DECISIONS:
         if not reason:
             raise HTTPException(422, f"{action} needs a reason: human decisions are on the record")
+        marks = await _judged_wrong(application, artifact_id, artifact.revision, form)
         decision = getattr(artifacts, action)
         await decision(artifact_id, actor=principal.name, reason=reason, expected_version=expected)
+        if marks:
+            await record_corrections(application, artifact_id, action, principal.name, marks)
     elif action == "retry":
         await artifacts.retry(
             artifact_id, actor=principal.name, reason=reason or None, expected_version=expected

@@ -249,9 +249,11 @@ def line_chart(
 
 def styles_for(series: Sequence[object]) -> list[tuple[str, str, str]]:
     """Each series' colour, marker and dash, in order (the legend's and the lines'):
-    colours first, then the marker and dash change, so no two of 32 series look alike."""
-    styles = [(c, m, d) for m, d in zip(MARKERS, DASHES, strict=True) for c in PALETTE]
-    return [styles[i % len(styles)] for i in range(len(series))]
+    neighbours differ in colour and marker, and no two of the first 32 look alike."""
+    return [
+        (PALETTE[i % len(PALETTE)], MARKERS[i % len(MARKERS)], DASHES[(i // len(PALETTE)) % 4])
+        for i in range(len(series))
+    ]
 
 
 def _attrs_group(kind: str, name: str, index: int) -> str:
