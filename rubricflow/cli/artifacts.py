@@ -16,19 +16,24 @@ from rubricflow.cli.shared import (
     ActorOption,
     DbOption,
     JsonOption,
+    ServerOption,
+    TokenOption,
     actor_default,
     fail,
     out,
     print_json,
     read_content,
-    run_with_app,
+    refuse_actor,
+    run_on,
     table,
 )
 from rubricflow.errors import IllegalTransitionError, ReviewError
 
 if TYPE_CHECKING:
     from rubricflow.application import Application
+    from rubricflow.client import AsyncClient
     from rubricflow.review import Artifact, ReviewOutcome
+    from rubricflow.wire import ReviewOutcomeOut
 
 T = TypeVar("T")
 
@@ -39,10 +44,16 @@ artifacts_app = typer.Typer(
 )
 
 
-def _run_transition(db: str | None, work: Callable[[Application], Awaitable[T]]) -> T:
-    """`run_with_app` for commands that move an artifact: a refused trigger is told as a
-    person needs it (what they can do, and what to do about a review in progress) rather
-    than as the machine's full list of triggers."""
+def _run_transition(
+    db: str | None,
+    server: str | None,
+    token: str | None,
+    work: Callable[[Application], Awaitable[T]],
+    remote: Callable[[AsyncClient], Awaitable[T]],
+) -> T:
+    """`run_on` for commands that move an artifact: a refused trigger is told as a person
+    needs it (what they can do, and what to do about a review in progress) rather than as
+    the machine's full list of triggers (a server tells it so itself)."""
 
     async def told(app: Application) -> T:
         try:
@@ -50,7 +61,29 @@ def _run_transition(db: str | None, work: Callable[[Application], Awaitable[T]])
         except IllegalTransitionError as error:
             raise ReviewError(await app.artifacts.explain_refusal(error)) from None
 
-    return run_with_app(db, told)
+    return run_on(db, server, token, local=told, remote=remote)
+
+
+def _outcome_document(outcome: ReviewOutcomeOut) -> dict[str, Any]:
+    """A server's review outcome as `ReviewOutcome.to_dict()` gives it in process."""
+    return {
+        "artifact": outcome.artifact.to_dict(),
+        "status": outcome.status,
+        "queued": outcome.queued,
+        "reason": outcome.reason,
+        "evaluation_ids": [e.id for e in outcome.evaluations],
+        "evaluations": [
+            {
+                "id": e.id,
+                "rubric_id": e.rubric_id,
+                "rubric_version": e.rubric_version,
+                "verdict": e.verdict,
+                "score": e.score,
+                "feedback": e.feedback,
+            }
+            for e in outcome.evaluations
+        ],
+    }
 
 
 def _artifact_json(artifact: Artifact) -> dict[str, Any]:
@@ -77,18 +110,26 @@ def artifacts_create(
     title: Annotated[str | None, typer.Option("--title", help="A title.")] = None,
     actor: ActorOption = None,
     db: DbOption = None,
+    server: ServerOption = None,
+    token: TokenOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Create an artifact in draft."""
+    refuse_actor(server, actor)
     content = read_content(path)
-    artifact = run_with_app(
+    artifact = run_on(
         db,
-        lambda app: app.artifacts.create(
+        server,
+        token,
+        local=lambda app: app.artifacts.create(
             type_name,
             content,
             actor=actor or actor_default(),
             title=title,
             artifact_id=artifact_id,
+        ),
+        remote=lambda client: client.create(
+            type_name, content, title=title, artifact_id=artifact_id
         ),
     )
     if as_json:
@@ -115,6 +156,8 @@ def artifacts_submit(
     title: Annotated[str | None, typer.Option("--title", help="A title (with --type).")] = None,
     actor: ActorOption = None,
     db: DbOption = None,
+    server: ServerOption = None,
+    token: TokenOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Submit an artifact for review (and review it now unless --defer).
@@ -122,37 +165,56 @@ def artifacts_submit(
     Exit 0 when the artifact ends approved (with --defer: when it is queued for a
     worker), 1 otherwise.
     """
+    refuse_actor(server, actor)
     who = actor or actor_default()
     content = read_content(Path(target)) if type_name is not None else None
 
-    async def work(app: Application) -> ReviewOutcome:
+    async def work(app: Application) -> tuple[Artifact, dict[str, Any]]:
+        outcome: ReviewOutcome
         if type_name is not None:
-            return await app.create_and_submit(
+            outcome = await app.create_and_submit(
                 type_name, content, actor=who, title=title, defer=defer
             )
-        return await app.artifacts.submit_for_review(target, actor=who, defer=defer)
+        else:
+            outcome = await app.artifacts.submit_for_review(target, actor=who, defer=defer)
+        return outcome.artifact, outcome.to_dict()
 
-    outcome = _run_transition(db, work)
+    async def remote(client: AsyncClient) -> tuple[Artifact, dict[str, Any]]:
+        if type_name is not None:
+            outcome = await client.submit(type_name, content, title=title, defer=defer)
+        else:
+            outcome = await client.submit_artifact(target, defer=defer)
+        return outcome.artifact, _outcome_document(outcome)
+
+    artifact, document = _run_transition(db, server, token, work, remote)
     if as_json:
-        print_json(outcome.to_dict())
+        print_json(document)
     else:
-        _print_artifact(outcome.artifact)
-        for evaluation in outcome.evaluations:
-            which = escape(f"{evaluation.rubric_id}@{evaluation.rubric_version}")
-            out.print(f"\nevaluation {evaluation.id} ({which}):")
-            out.print(escape(evaluation.feedback))
-    queued = defer and outcome.artifact.status == "pending_review"
-    raise typer.Exit(0 if outcome.approved or queued else 1)
+        _print_artifact(artifact)
+        for evaluation in document["evaluations"]:
+            which = escape(f"{evaluation['rubric_id']}@{evaluation['rubric_version']}")
+            out.print(f"\nevaluation {evaluation['id']} ({which}):")
+            out.print(escape(evaluation["feedback"]))
+    queued = defer and artifact.status == "pending_review"
+    raise typer.Exit(0 if artifact.status == "approved" or queued else 1)
 
 
 @artifacts_app.command("show")
 def artifacts_show(
     artifact_id: Annotated[str, typer.Argument(metavar="ID", help="The artifact's id.")],
     db: DbOption = None,
+    server: ServerOption = None,
+    token: TokenOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """An artifact's state and current content."""
-    artifact = run_with_app(db, lambda app: app.artifacts.get(artifact_id))
+    artifact = run_on(
+        db,
+        server,
+        token,
+        local=lambda app: app.artifacts.get(artifact_id),
+        remote=lambda client: client.get(artifact_id),
+    )
     if as_json:
         print_json(_artifact_json(artifact))
         return
@@ -180,9 +242,12 @@ def artifacts_list(
     limit: Annotated[int, typer.Option("--limit", min=1, max=MAX_LIMIT)] = 50,
     offset: Annotated[int, typer.Option("--offset", min=0, max=MAX_OFFSET)] = 0,
     db: DbOption = None,
+    server: ServerOption = None,
+    token: TokenOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Artifacts, most recently changed first."""
+    """Artifacts, most recently changed first (with --server: most recently created
+    first, the API's keyset order)."""
     from rubricflow.review.lifecycle import DEAD_LETTERED, STATES
 
     if dead_letter:
@@ -191,11 +256,21 @@ def artifacts_list(
         status = DEAD_LETTERED
     if status is not None and status not in STATES:
         fail(f"--status {status!r} is not a state; use one of {', '.join(STATES)}")
-    found = run_with_app(
+
+    async def remote(client: AsyncClient) -> list[Artifact]:
+        listed = client.list(
+            type=type_name, status=status, page_size=min(limit + offset, 200), limit=limit + offset
+        )
+        return [artifact async for artifact in listed][offset:]
+
+    found = run_on(
         db,
-        lambda app: app.artifacts.list_artifacts(
+        server,
+        token,
+        local=lambda app: app.artifacts.list_artifacts(
             type_name=type_name, status=status, limit=limit, offset=offset
         ),
+        remote=remote,
     )
     if as_json:
         print_json({"artifacts": [_artifact_json(a) for a in found]})
@@ -221,10 +296,18 @@ def artifacts_list(
 def artifacts_history(
     artifact_id: Annotated[str, typer.Argument(metavar="ID", help="The artifact's id.")],
     db: DbOption = None,
+    server: ServerOption = None,
+    token: TokenOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Every transition of an artifact, with who, why and which evaluations."""
-    events = run_with_app(db, lambda app: app.artifacts.history(artifact_id))
+    events = run_on(
+        db,
+        server,
+        token,
+        local=lambda app: app.artifacts.history(artifact_id),
+        remote=lambda client: client.history(artifact_id),
+    )
     if as_json:
         print_json({"events": [e.to_dict() for e in events]})
         return
@@ -245,10 +328,18 @@ def artifacts_evaluations(
     artifact_id: Annotated[str, typer.Argument(metavar="ID", help="The artifact's id.")],
     revision: Annotated[int | None, typer.Option("--revision", help="Only this revision.")] = None,
     db: DbOption = None,
+    server: ServerOption = None,
+    token: TokenOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """The evaluations stored for an artifact."""
-    found = run_with_app(db, lambda app: app.artifacts.evaluations(artifact_id, revision))
+    found = run_on(
+        db,
+        server,
+        token,
+        local=lambda app: app.artifacts.evaluations(artifact_id, revision),
+        remote=lambda client: client.evaluations(artifact_id, revision),
+    )
     if as_json:
         print_json({"evaluations": [e.to_dict() for e in found]})
         return
@@ -264,15 +355,21 @@ def artifacts_revise(
     reason: Annotated[str, typer.Option("--reason", help="What changed and why.")],
     actor: ActorOption = None,
     db: DbOption = None,
+    server: ServerOption = None,
+    token: TokenOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """A new revision with new content (back to draft; the old revision is superseded)."""
+    refuse_actor(server, actor)
     content = read_content(path)
     artifact = _run_transition(
         db,
+        server,
+        token,
         lambda app: app.artifacts.revise(
             artifact_id, content, actor=actor or actor_default(), reason=reason
         ),
+        lambda client: client.revise(artifact_id, content, reason=reason),
     )
     if as_json:
         print_json(_artifact_json(artifact))
@@ -293,17 +390,24 @@ def _decision(name: str, help_text: str, needs_reason: bool) -> None:
         ),
         actor: ActorOption = None,
         db: DbOption = None,
+        server: ServerOption = None,
+        token: TokenOption = None,
         as_json: JsonOption = False,
     ) -> None:
         if needs_reason and not reason:
             fail(f"{name} needs --reason: human decisions are on the record")
+        refuse_actor(server, actor)
         who = actor or actor_default()
 
         async def work(app: Application) -> Artifact:
             decide: Callable[..., Awaitable[Artifact]] = getattr(app.artifacts, name)
             return await decide(artifact_id, actor=who, reason=reason)
 
-        artifact = _run_transition(db, work)
+        async def remote(client: AsyncClient) -> Artifact:
+            decide: Callable[..., Awaitable[Artifact]] = getattr(client, name)
+            return await decide(artifact_id, reason=reason)
+
+        artifact = _run_transition(db, server, token, work, remote)
         if as_json:
             print_json(_artifact_json(artifact))
         else:
@@ -338,14 +442,22 @@ def artifacts_supersede(
     ] = None,
     actor: ActorOption = None,
     db: DbOption = None,
+    server: ServerOption = None,
+    token: TokenOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Retire an artifact another one replaces (from draft, needs_revision or approved)."""
     if not reason:
         fail("supersede needs --reason: human decisions are on the record")
+    refuse_actor(server, actor)
     who = actor or actor_default()
+    given = reason
     artifact = _run_transition(
-        db, lambda app: app.artifacts.supersede(artifact_id, actor=who, reason=reason, by=by)
+        db,
+        server,
+        token,
+        lambda app: app.artifacts.supersede(artifact_id, actor=who, reason=given, by=by),
+        lambda client: client.supersede(artifact_id, reason=given, by=by),
     )
     if as_json:
         print_json(_artifact_json(artifact))

@@ -13,9 +13,11 @@ from rubricflow.cli.shared import (
     MAX_OFFSET,
     DbOption,
     JsonOption,
+    ServerOption,
     fail,
     out,
     print_json,
+    refuse_server,
     run_with_app,
     table,
 )
@@ -75,10 +77,18 @@ def evaluations_list(
     offset: Annotated[
         int, typer.Option("--offset", min=0, max=MAX_OFFSET, help="Skip this many (paging).")
     ] = 0,
+    server: ServerOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Stored evaluations, newest first."""
     from rubricflow.store import EvaluationFilter
+
+    refuse_server(
+        server,
+        "evaluations list",
+        "over HTTP, read an artifact's with `artifacts evaluations ID` and a run's with "
+        "GET /v1/runs/{id}/evaluations",
+    )
 
     if verdict is not None and verdict not in ("pass", "fail", "incomplete"):
         fail(f"--verdict {verdict!r} must be pass, fail or incomplete")
@@ -116,9 +126,11 @@ def evaluations_list(
 def evaluations_show(
     evaluation_id: Annotated[str, typer.Argument(metavar="EVAL_ID", help="The evaluation's id.")],
     db: DbOption = None,
+    server: ServerOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """One stored evaluation with every criterion result and its feedback."""
+    refuse_server(server, "evaluations show", "read an artifact's with `artifacts evaluations ID`")
     evaluation = run_with_app(db, lambda app: app.evaluations.get(evaluation_id))
     if as_json:
         print_json(evaluation.to_dict())

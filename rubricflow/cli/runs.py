@@ -11,20 +11,59 @@ from rubricflow.cli.shared import (
     MAX_LIMIT,
     DbOption,
     JsonOption,
+    ServerOption,
+    TokenOption,
     out,
     print_json,
-    run_with_app,
+    run_on,
     table,
     usage_text,
 )
 
 if TYPE_CHECKING:
     from rubricflow.application import Application
+    from rubricflow.client import AsyncClient
     from rubricflow.runs import RunInfo, RunSummary
+    from rubricflow.wire import RunOut
 
 __all__ = ["runs_app"]
 
 runs_app = typer.Typer(help="Batch evaluation runs in the store.", no_args_is_help=True)
+
+
+def _from_wire(run: RunOut) -> tuple[RunInfo, RunSummary]:
+    """A server's run as the core's values (the same figures: the server computed them
+    from the same evaluations)."""
+    from rubricflow.runs import CriterionSummary, RunInfo, RunSummary
+
+    figures = run.summary
+    info = RunInfo.from_dict(run.model_dump(mode="json", exclude={"summary"}))
+    summary = RunSummary(
+        total=figures.total,
+        passed=figures.passed,
+        failed=figures.failed,
+        incomplete=figures.incomplete,
+        mean_score=figures.mean_score,
+        median_score=figures.median_score,
+        histogram=list(figures.histogram),
+        criteria=[
+            CriterionSummary(
+                criterion_id=c.id,
+                scored=c.scored,
+                passed=c.passed,
+                unscored=c.unscored,
+                mean_score=c.mean_score,
+            )
+            for c in figures.criteria
+        ],
+        llm_calls=figures.llm_calls,
+        cache_hits=figures.cache_hits,
+        input_tokens=figures.input_tokens,
+        output_tokens=figures.output_tokens,
+        cost=figures.cost,
+        duration_ms=figures.duration_ms,
+    )
+    return info, summary
 
 
 def _pct(value: float | None) -> str:
@@ -37,6 +76,8 @@ def list_runs(
     limit: Annotated[
         int, typer.Option("--limit", min=1, max=MAX_LIMIT, help="How many runs.")
     ] = 20,
+    server: ServerOption = None,
+    token: TokenOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """The newest runs first: id, rubric, status, when, and how many targets passed."""
@@ -45,7 +86,10 @@ def list_runs(
         # the figures come from SQL aggregates: no evaluation document is read
         return [(o.info, o.summary) for o in await app.run_overviews(limit=limit)]
 
-    rows = run_with_app(db, work)
+    async def remote(client: AsyncClient) -> list[tuple[RunInfo, RunSummary]]:
+        return [_from_wire(run) for run in await client.list_runs(limit=limit)]
+
+    rows = run_on(db, server, token, local=work, remote=remote)
     if as_json:
         print_json([{**info.to_dict(), "summary": s.to_dict()} for info, s in rows])
         return
@@ -67,17 +111,24 @@ def list_runs(
 def show_run(
     run_id: Annotated[str, typer.Argument(metavar="RUN", help="A run id, or `latest`.")],
     db: DbOption = None,
+    server: ServerOption = None,
+    token: TokenOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """One run: its options, verdict counts, scores, per-criterion pass rates, LLM usage."""
     from rubricflow.runs import summarize
 
-    run = run_with_app(db, lambda app: app.run(run_id))
-    summary = summarize(run.evaluations)
+    async def work(app: Application) -> tuple[RunInfo, RunSummary]:
+        run = await app.run(run_id)
+        return run.info, summarize(run.evaluations)
+
+    async def remote(client: AsyncClient) -> tuple[RunInfo, RunSummary]:
+        return _from_wire(await client.get_run(run_id))
+
+    info, summary = run_on(db, server, token, local=work, remote=remote)
     if as_json:
-        print_json({**run.info.to_dict(), "summary": summary.to_dict()})
+        print_json({**info.to_dict(), "summary": summary.to_dict()})
         return
-    info = run.info
     out.print(
         f"[bold]{escape(info.id)}[/bold] {escape(info.rubric_id)}@{escape(info.rubric_version)} "
         f"{escape(f'[{info.status}]')} source {escape(str(info.source))}"

@@ -20,6 +20,7 @@ from rubricflow.errors import RubricflowError
 
 if TYPE_CHECKING:
     from rubricflow.application import Application
+    from rubricflow.client import AsyncClient
     from rubricflow.llm.session import LLMSession
     from rubricflow.model import Rubric
     from rubricflow.plugins import PluginRegistry
@@ -42,6 +43,8 @@ __all__ = [
     "NoCacheOption",
     "RubricIdOption",
     "SamplesOption",
+    "ServerOption",
+    "TokenOption",
     "actor_default",
     "err",
     "fail",
@@ -52,8 +55,11 @@ __all__ = [
     "plugin_manager",
     "print_json",
     "read_content",
+    "refuse_actor",
+    "refuse_server",
     "refuse_unregistered_imports",
     "run_async",
+    "run_on",
     "run_with_app",
     "table",
     "usage_text",
@@ -123,6 +129,51 @@ def run_with_app(
         return asyncio.run(main())
     except RubricflowError as error:
         fail(str(error))
+
+
+def run_on(
+    db: str | None,
+    server: str | None,
+    token: str | None,
+    *,
+    local: Callable[[Application], Awaitable[T]],
+    remote: Callable[[AsyncClient], Awaitable[T]],
+) -> T:
+    """The seam between a command and where it runs: `local(app)` over the store at `db`,
+    or, with `--server URL`, `remote(client)` against that server's HTTP API (as the
+    token's holder: the server records the token's name). Both give the command the same
+    values to print. Errors become a message and exit 2; the token is never shown."""
+    if server is None:
+        return run_with_app(db, local)
+    if db is not None:
+        fail("give --db or --server, not both: --server runs the command on that server's store")
+    from rubricflow.client import AsyncClient
+
+    async def main() -> T:
+        async with AsyncClient(server, token or None) as client:
+            return await remote(client)
+
+    try:
+        return asyncio.run(main())
+    except RubricflowError as error:
+        fail(str(error))
+
+
+def refuse_server(server: str | None, command: str, why: str = "") -> None:
+    """Exit 2 when `--server` (or $RUBRICFLOW_SERVER_URL) asks a command the HTTP API has
+    no equivalent for to run remotely."""
+    if server is not None:
+        fail(
+            f"{command} has no equivalent in the HTTP API, so it cannot run with --server "
+            f"(or $RUBRICFLOW_SERVER_URL){': ' + why if why else ''}; run it with --db on "
+            "the server's store, or unset RUBRICFLOW_SERVER_URL"
+        )
+
+
+def refuse_actor(server: str | None, actor: str | None) -> None:
+    """`--actor` names who acts in the audit trail; a server records its token's name."""
+    if server is not None and actor is not None:
+        fail("--actor cannot be used with --server: the server records the token's name")
 
 
 def plugin_manager() -> PluginRegistry:
@@ -284,6 +335,28 @@ DbOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+ServerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--server",
+        metavar="URL",
+        envvar="RUBRICFLOW_SERVER_URL",
+        show_envvar=False,
+        help="Run against a rubricflow server's HTTP API instead of a database "
+        "(default: $RUBRICFLOW_SERVER_URL).",
+    ),
+]
+TokenOption = Annotated[
+    str | None,
+    typer.Option(
+        "--token",
+        metavar="TOKEN",
+        envvar="RUBRICFLOW_TOKEN",
+        show_envvar=False,
+        show_default=False,
+        help="The API token for --server (default: $RUBRICFLOW_TOKEN).",
+    ),
+]
 ActorOption = Annotated[
     str | None, typer.Option("--actor", help="Who does this (default: your user name).")
 ]

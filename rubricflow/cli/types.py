@@ -11,11 +11,13 @@ from rich.markup import escape
 from rubricflow.cli.shared import (
     DbOption,
     JsonOption,
+    ServerOption,
+    TokenOption,
     fail,
     out,
     print_json,
     read_content,
-    run_with_app,
+    run_on,
 )
 
 __all__ = ["types_app"]
@@ -60,6 +62,8 @@ def types_set(
     ] = None,
     description: Annotated[str, typer.Option("--description", help="What this type is.")] = "",
     db: DbOption = None,
+    server: ServerOption = None,
+    token: TokenOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Define or replace an artifact type."""
@@ -84,7 +88,13 @@ def types_set(
         content_schema=schema,
         description=description,
     )
-    saved = run_with_app(db, lambda app: app.artifacts.set_type(artifact_type))
+    saved = run_on(
+        db,
+        server,
+        token,
+        local=lambda app: app.artifacts.set_type(artifact_type),
+        remote=lambda client: client.set_type(name, artifact_type),
+    )
     if as_json:
         print_json(saved.model_dump(mode="json"))
     else:
@@ -96,10 +106,18 @@ def types_set(
 def types_show(
     name: Annotated[str, typer.Argument(metavar="TYPE", help="The artifact type's name.")],
     db: DbOption = None,
+    server: ServerOption = None,
+    token: TokenOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """One artifact type."""
-    artifact_type = run_with_app(db, lambda app: app.artifacts.get_type(name))
+    artifact_type = run_on(
+        db,
+        server,
+        token,
+        local=lambda app: app.artifacts.get_type(name),
+        remote=lambda client: client.get_type(name),
+    )
     if as_json:
         print_json(artifact_type.model_dump(mode="json"))
         return
@@ -115,9 +133,20 @@ def types_show(
 
 
 @types_app.command("list")
-def types_list(db: DbOption = None, as_json: JsonOption = False) -> None:
-    """Every artifact type."""
-    found = run_with_app(db, lambda app: app.artifacts.list_types())
+def types_list(
+    db: DbOption = None,
+    server: ServerOption = None,
+    token: TokenOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Every artifact type (with --server: those the token's types allow)."""
+    found = run_on(
+        db,
+        server,
+        token,
+        local=lambda app: app.artifacts.list_types(),
+        remote=lambda client: client.list_types(),
+    )
     if as_json:
         print_json({"types": [t.model_dump(mode="json") for t in found]})
         return
