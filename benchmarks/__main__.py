@@ -21,6 +21,8 @@ from benchmarks import (
     builtin_checks,
     cli_judge,
     gate,
+    http_gate,
+    http_scaleout,
     judge_concurrency,
     live_status,
     rubric_pkg,
@@ -42,6 +44,8 @@ WORKLOADS: dict[str, Runner] = {
     "scaleout": lambda a: scaleout.run(quick=a.quick),
     "checks": lambda a: builtin_checks.run(quick=a.quick),
     "live": lambda a: live_status.run(quick=a.quick),
+    "http-gate": lambda a: http_gate.run(quick=a.quick),
+    "http-scaleout": lambda a: http_scaleout.run(quick=a.quick),
 }
 
 # (workload, issue item, figure key, the bar as text, the test of the bar)
@@ -63,6 +67,10 @@ BARS: list[tuple[str, str, str, str, Callable[[Any], bool]]] = [
     # issue 17: a decision reaches an SSE client (another process) on PostgreSQL
     ("live", "17", "sse_p99_ms (bar < 200)", "< 200 ms", lambda v: v < 200),
     ("live", "17", "missed_events (bar 0)", "0", lambda v: v == 0),
+    # issue 17: the HTTP API against the same work in process, and its scale-out
+    ("http-gate", "17.p1", "http / in-process (bar >= 0.6)", ">= 0.6", lambda v: v >= 0.6),
+    ("http-gate", "17.p1", "same_decisions", "true", lambda v: v is True),
+    ("http-scaleout", "17.p2", "4 / 1 throughput (bar >= 3)", ">= 3", lambda v: v >= 3),
     # issue 5: storing an evaluation must not dominate the cost of making it
     ("store", "5", "sqlite_store_cost / evaluate_cost", "<= 1.0", lambda v: v <= 1.0),
     ("store", "5", "postgresql_store_cost / evaluate_cost", "<= 1.0", lambda v: v <= 1.0),
