@@ -682,11 +682,6 @@ class WebhookStore:
             .order_by(c.next_attempt_at, c.id)
             .limit(limit)
         )
-        # a read first: a worker woken by every transition mostly finds nothing due, and
-        # on SQLite a write transaction would take the one writer's lock for nothing
-        async with self.database.read() as connection:
-            if (await connection.execute(due.limit(1))).first() is None:
-                return []
         async with self.database.transaction() as connection:
             if connection.dialect.name == "postgresql":
                 due = due.with_for_update(skip_locked=True)
