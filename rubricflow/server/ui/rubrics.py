@@ -195,7 +195,7 @@ async def rubric_page(
         if chosen == versions[-1]
         else await application.store.rubrics.get(rubric_id, versions[-1])
     )
-    order = [c.id for c in latest.criteria] + [c.id for c in rubric.criteria]
+    order = list(dict.fromkeys([c.id for c in latest.criteria] + [c.id for c in rubric.criteria]))
     return render(
         request,
         "rubric.html",

@@ -65,7 +65,7 @@ async def seed(db_url: str) -> Seeded:
             for rubric, version in ((v1, V1), (v2, V2)):
                 if version == V2 and back == DAYS:
                     continue
-                chosen = texts if version == V1 else texts + ["spam spam"]
+                chosen = texts if version == V1 else [*texts, "spam spam"]
                 evaluations = await app.evaluate(rubric, chosen)
                 for evaluation in evaluations:
                     stored.append(
@@ -95,15 +95,11 @@ async def seed(db_url: str) -> Seeded:
             )
             await app.store.runs.start(info)
             evaluations = await app.evaluate(rubric, targets)
-            await app.evaluations.save_many(
-                StoredEvaluation(e, run_id=name) for e in evaluations
-            )
+            await app.evaluations.save_many(StoredEvaluation(e, run_id=name) for e in evaluations)
             await app.store.runs.finish(name)
             runs[name] = {e.target_id: e.verdict for e in evaluations}
         running = "run-live"
-        await app.store.runs.start(
-            RunInfo(id=running, rubric_id=RUBRIC, rubric_version=V2)
-        )
+        await app.store.runs.start(RunInfo(id=running, rubric_id=RUBRIC, rubric_version=V2))
         flipped = tuple(t for t in runs["run-a"] if runs["run-a"][t] != runs["run-b"][t])
         return Seeded("run-a", "run-b", running, flipped, polite)
 
