@@ -23,6 +23,7 @@ from benchmarks import (
     gate,
     http_gate,
     http_scaleout,
+    http_webhooks,
     judge_concurrency,
     live_status,
     rubric_pkg,
@@ -46,6 +47,7 @@ WORKLOADS: dict[str, Runner] = {
     "live": lambda a: live_status.run(quick=a.quick),
     "http-gate": lambda a: http_gate.run(quick=a.quick),
     "http-scaleout": lambda a: http_scaleout.run(quick=a.quick),
+    "http-webhooks": lambda a: http_webhooks.run(quick=a.quick),
 }
 
 # (workload, issue item, figure key, the bar as text, the test of the bar)
@@ -71,6 +73,9 @@ BARS: list[tuple[str, str, str, str, Callable[[Any], bool]]] = [
     ("http-gate", "17.p1", "http / in-process (bar >= 0.6)", ">= 0.6", lambda v: v >= 0.6),
     ("http-gate", "17.p1", "same_decisions", "true", lambda v: v is True),
     ("http-scaleout", "17.p2", "4 / 1 throughput (bar >= 3)", ">= 3", lambda v: v >= 3),
+    # a decision reaches a local webhook receiver through the server's deliverer
+    ("http-webhooks", "17.p3", "webhook_p99_ms (target < 1000)", "< 1000 ms", lambda v: v < 1000),
+    ("http-webhooks", "17.p3", "missed_deliveries (bar 0)", "0", lambda v: v == 0),
     # issue 5: storing an evaluation must not dominate the cost of making it
     ("store", "5", "sqlite_store_cost / evaluate_cost", "<= 1.0", lambda v: v <= 1.0),
     ("store", "5", "postgresql_store_cost / evaluate_cost", "<= 1.0", lambda v: v <= 1.0),
