@@ -15,7 +15,13 @@ from typing import Any
 from rubricflow.application import Application
 from rubricflow.server.settings import ServerSettings
 
-__all__ = ["BackgroundService", "for_settings", "review_worker", "webhook_deliverer"]
+__all__ = [
+    "BackgroundService",
+    "for_settings",
+    "review_worker",
+    "stop_on_signals",
+    "webhook_deliverer",
+]
 
 _log = logging.getLogger("rubricflow.server")
 
