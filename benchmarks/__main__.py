@@ -20,6 +20,7 @@ from typing import Any
 from benchmarks import (
     builtin_checks,
     cli_judge,
+    dashboard_queue,
     gate,
     http_gate,
     http_scaleout,
@@ -45,6 +46,7 @@ WORKLOADS: dict[str, Runner] = {
     "scaleout": lambda a: scaleout.run(quick=a.quick),
     "checks": lambda a: builtin_checks.run(quick=a.quick),
     "live": lambda a: live_status.run(quick=a.quick),
+    "dashboard-queue": lambda a: dashboard_queue.run(quick=a.quick),
     "http-gate": lambda a: http_gate.run(quick=a.quick),
     "http-scaleout": lambda a: http_scaleout.run(quick=a.quick),
     "http-webhooks": lambda a: http_webhooks.run(quick=a.quick),
@@ -69,6 +71,14 @@ BARS: list[tuple[str, str, str, str, Callable[[Any], bool]]] = [
     # issue 17: a decision reaches an SSE client (another process) on PostgreSQL
     ("live", "17", "sse_p99_ms (bar < 200)", "< 200 ms", lambda v: v < 200),
     ("live", "17", "missed_events (bar 0)", "0", lambda v: v == 0),
+    # issue 18: the review queue page with 10,000 artifacts against 100 (server time)
+    (
+        "dashboard-queue",
+        "18",
+        "queue 10000 / 100 server time (bar <= 1.5)",
+        "<= 1.5",
+        lambda v: v <= 1.5,
+    ),
     # issue 17: the HTTP API against the same work in process, and its scale-out
     ("http-gate", "17.p1", "http / in-process (bar >= 0.6)", ">= 0.6", lambda v: v >= 0.6),
     ("http-gate", "17.p1", "same_decisions", "true", lambda v: v is True),

@@ -1,6 +1,7 @@
 """The review dashboard's reads: the queue of artifacts waiting for people, a page at a
-time in SQL (keyset pagination on `(updated_at, id)`, so page N costs what page 1 costs
-however long the queue is), the counts per queue bucket, and an artifact's revisions.
+time in SQL (keyset pagination on `(updated_at, id)`, both in one direction, so page N
+costs what page 1 costs however long the queue is), the counts per queue bucket, and
+an artifact's revisions.
 
 Which states make up the queue is the caller's decision (`QueueBucket`): the store reads
 what it is asked and decides nothing. Queue rows carry no content: a queue page never
@@ -63,6 +64,14 @@ class QueueBucket:
     statuses: tuple[str, ...]
     awaiting_approval: bool | None = None
     failed: bool | None = None
+
+    def holds(self, status: str, awaiting_approval: bool, failed: bool) -> bool:
+        """Whether an artifact in this state matches (`clause`, in Python)."""
+        return (
+            status in self.statuses
+            and self.awaiting_approval in (None, awaiting_approval)
+            and self.failed in (None, failed)
+        )
 
     def clause(self) -> sa.ColumnElement[bool]:
         c = _artifacts.c
@@ -245,27 +254,48 @@ class DashboardQueries:
         bucket = sa.case(*[(clause, name) for name, clause in clauses], else_="").label("bucket")
         where = [sa.or_(*[clause for _, clause in clauses]), *queue._common()]
         if after is not None:
-            when = to_utc(after.updated_at)
-            beyond = c.updated_at < when if newest_first else c.updated_at > when
-            where.append(sa.or_(beyond, sa.and_(c.updated_at == when, c.id > after.id)))
-        order = c.updated_at.desc() if newest_first else c.updated_at.asc()
-        query = (
+            mark = sa.tuple_(sa.literal(to_utc(after.updated_at), sa.DateTime(True)), after.id)
+            key = sa.tuple_(c.updated_at, c.id)
+            where.append(key < mark if newest_first else key > mark)
+        # both keys in one direction; one arm per state, each read in order from the
+        # (status, updated_at, id) index and cut at the page's size, then merged: a page
+        # reads at most a page per state, however many artifacts wait (one query over
+        # all states would sort every queued artifact first)
+        chosen = {name for name, _ in clauses}
+        statuses = sorted({s for b in queue.buckets if b.name in chosen for s in b.statuses})
+        columns = (
+            c.id,
+            c.type,
+            c.status,
+            c.title,
+            c.created_by,
+            c.revision,
+            c.version,
+            c.updated_at,
+            c.awaiting_approval,
+            c.failures,
+            c.last_reason,
+            bucket,
+        )
+        order = (c.updated_at.desc(), c.id.desc()) if newest_first else (c.updated_at, c.id)
+        arms = [
             sa.select(
-                c.id,
-                c.type,
-                c.status,
-                c.title,
-                c.created_by,
-                c.revision,
-                c.version,
-                c.updated_at,
-                c.awaiting_approval,
-                c.failures,
-                c.last_reason,
-                bucket,
+                *sa.select(*columns)
+                .where(c.status == status, *where)
+                .order_by(*order)
+                .limit(limit + 1)
+                .subquery(f"s{index}")
+                .c
             )
-            .where(*where)
-            .order_by(order, c.id.asc())
+            for index, status in enumerate(statuses)
+        ]
+        merged = sa.union_all(*arms).subquery("merged")
+        m = merged.c
+        query = (
+            sa.select(merged)
+            .order_by(
+                *((m.updated_at.desc(), m.id.desc()) if newest_first else (m.updated_at, m.id))
+            )
             .limit(limit + 1)
         )
         async with self.database.read() as connection:
@@ -293,22 +323,28 @@ class DashboardQueries:
 
     async def queue_counts(self, queue: QueueFilter) -> dict[str, int]:
         """How many artifacts each bucket holds under `queue`'s filters (its `bucket`
-        choice aside), in one query."""
-        clauses = queue._bucket_clauses()
-        if not clauses:
+        choice aside), in one query: counted per (status, awaiting approval, failed) in
+        SQL (an index-only scan of the states index), each group then given to its
+        bucket here (a handful of groups)."""
+        if not queue.buckets:
             return {}
-        columns = [
-            sa.func.coalesce(sa.func.sum(sa.case((clause, 1), else_=0)), 0).label(f"b{i}")
-            for i, (_, clause) in enumerate(clauses)
-        ]
+        c = _artifacts.c
+        statuses = sorted({status for bucket in queue.buckets for status in bucket.statuses})
+        failed = (sa.func.coalesce(c.failures, 0) > 0).label("failed")
         query = (
-            sa.select(*columns)
-            .select_from(_artifacts)
-            .where(sa.or_(*[clause for _, clause in clauses]), *queue._common())
+            sa.select(c.status, c.awaiting_approval, failed, sa.func.count().label("n"))
+            .where(c.status.in_(statuses), *queue._common())
+            .group_by(c.status, c.awaiting_approval, failed)
         )
         async with self.database.read() as connection:
-            row = (await connection.execute(query)).one()
-        return {name: int(row[i] or 0) for i, (name, _) in enumerate(clauses)}
+            rows = (await connection.execute(query)).all()
+        counts = {bucket.name: 0 for bucket in queue.buckets}
+        for row in rows:
+            for bucket in queue.buckets:
+                if bucket.holds(row.status, bool(row.awaiting_approval), bool(row.failed)):
+                    counts[bucket.name] += int(row.n)
+                    break
+        return counts
 
     async def revisions(
         self, artifact_id: str, *, numbers: Sequence[int] | None = None

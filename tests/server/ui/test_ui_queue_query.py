@@ -78,7 +78,7 @@ async def test_keyset_pages_walk_the_whole_queue_once_with_filters(server_db: st
             keys = [(item.updated_at, item.id) for item in whole.items]
             assert [item.id for item in whole.items] == seen
             if newest_first:
-                assert keys == sorted(keys, key=lambda k: (-k[0].timestamp(), k[1]))
+                assert keys == sorted(keys, reverse=True)
             else:
                 assert keys == sorted(keys)
 

@@ -1,0 +1,202 @@
+"""The review queue page's server time with 10,000 artifacts in the store against 100
+(issue 18, Performance: bar at most 1.5x).
+
+The server is the real dashboard app (`create_app`, `--no-auth`, no review worker),
+driven in-process through httpx's ASGI transport, so the figure is the server's own work
+for `GET /ui/queue` (routing, the keyset page and the counts in SQL, the template) with
+no network or client in it. The store holds N artifacts of one type, as a deployment's
+would: near half of them decided (approved, rejected, archived) and half waiting in the
+queue's states (awaiting approval, needs revision, dead-lettered, incomplete, in
+review), written straight into the artifacts table (the queue reads nothing else). Each
+size is timed over a few hundred requests after a warm-up; the figure is the median.
+The bar covers the whole queue and the queue filtered to one state, each against its
+100-artifact twin; a later page of the big queue (the keyset cursor) is reported against
+its first page. SQLite always; PostgreSQL when $RUBRICFLOW_BENCH_PG
+answers (a scratch database is made and dropped).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import statistics
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import httpx
+import sqlalchemy as sa
+
+from benchmarks.store_throughput import _drop, _postgres_url
+from rubricflow.application import Application
+from rubricflow.server.app import create_app
+from rubricflow.server.settings import ServerSettings
+from rubricflow.store.artifacts import ArtifactType
+from rubricflow.store.tables import ArtifactRow
+
+SMALL, LARGE = 100, 10_000
+REQUESTS, QUICK_REQUESTS = 300, 60
+WARMUP = 20
+BAR = 1.5
+TYPE = "bench-post"
+
+#: (status, awaiting_approval, failures, share of the store): 45% decided, 55%
+#: waiting, so that the 100-artifact store still fills a page (50 rows) and a second one
+MIX = (
+    ("approved", False, 0, 0.25),
+    ("rejected", False, 0, 0.10),
+    ("archived", False, 0, 0.10),
+    ("in_review", True, 0, 0.15),  # awaiting approval
+    ("needs_revision", False, 0, 0.12),
+    ("dead_lettered", False, 3, 0.03),
+    ("pending_review", False, 1, 0.05),  # incomplete
+    ("in_review", False, 0, 0.05),
+    ("pending_review", False, 0, 0.15),
+)
+
+
+def _rows(count: int) -> list[dict[str, Any]]:
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    rows = []
+    cumulative = []
+    total = 0.0
+    for entry in MIX:
+        total += entry[3]
+        cumulative.append((total, entry))
+    for index in range(count):
+        fraction = (index * 7919 % count) / count  # spread the states over time
+        status, awaiting, failures, _ = next(e for c, e in cumulative if fraction < c)
+        when = start + timedelta(seconds=index * 37)
+        rows.append(
+            {
+                "id": f"a{index:06d}",
+                "type": TYPE,
+                "status": status,
+                "revision": 1,
+                "version": 3,
+                "title": f"Post {index}",
+                "metadata_json": "{}",
+                "created_by": f"bot-{index % 7}",
+                "created_at": when,
+                "updated_at": when + timedelta(seconds=5),
+                "queued_at": when if status in {"pending_review", "in_review"} else None,
+                "awaiting_approval": awaiting,
+                "failures": failures,
+                "last_reason": "ok" if status == "approved" else None,
+            }
+        )
+    return rows
+
+
+async def _fill(url: str, count: int) -> None:
+    async with await Application.open(url) as app:
+        await app.artifacts.set_type(ArtifactType(name=TYPE, rubrics=(), requires_approval=True))
+        table = ArtifactRow.__table__  # type: ignore[attr-defined]
+        rows = _rows(count)
+        async with app.store.database.transaction() as connection:
+            for start in range(0, len(rows), 1000):
+                await connection.execute(sa.insert(table), rows[start : start + 1000])
+
+
+async def _client(stack: contextlib.AsyncExitStack, url: str) -> httpx.AsyncClient:
+    app = create_app(ServerSettings(db=url, auth=False, review_workers=0, webhooks=False))
+    await stack.enter_async_context(app.router.lifespan_context(app))
+    return await stack.enter_async_context(
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bench")
+    )
+
+
+async def _second_page(client: httpx.AsyncClient) -> str:
+    first = await client.get("/ui/queue")
+    assert first.status_code == 200, first.text[:500]
+    found = re.search(r'href="/ui/queue\?([^"]*after=[^"]+)" rel="next"', first.text)
+    assert found, "the first page has no next page"
+    return "/ui/queue?" + found.group(1).replace("&amp;", "&")
+
+
+async def _timed(client: httpx.AsyncClient, path: str) -> float:
+    began = time.perf_counter()
+    response = await client.get(path)
+    elapsed = time.perf_counter() - began
+    assert response.status_code == 200
+    return elapsed
+
+
+async def _backend(make_url: Any, requests: int) -> dict[str, Any]:
+    """Both stores served side by side, their requests interleaved (small, large, small,
+    ...), so that whatever else the machine does weighs on both alike."""
+    async with contextlib.AsyncExitStack() as stack:
+        clients = {}
+        for count in (SMALL, LARGE):
+            url = await stack.enter_async_context(make_url(count))
+            await _fill(url, count)
+            clients[count] = await _client(stack, url)
+        paths = {
+            "all": {n: "/ui/queue" for n in clients},
+            "one_state": {n: "/ui/queue?bucket=needs_revision" for n in clients},
+            "next_page": {LARGE: await _second_page(clients[LARGE])},
+        }
+        figures: dict[str, dict[str, float]] = {str(n): {} for n in clients}
+        for name, by_count in paths.items():
+            spent: dict[int, list[float]] = {n: [] for n in by_count}
+            for index in range(WARMUP + requests):
+                for count, path in by_count.items():
+                    elapsed = await _timed(clients[count], path)
+                    if index >= WARMUP:
+                        spent[count].append(elapsed)
+            for count, values in spent.items():
+                figures[str(count)][name] = statistics.median(values) * 1000
+    small, large = figures[str(SMALL)], figures[str(LARGE)]
+    ratios = {name: large[name] / small[name] for name in ("all", "one_state")}
+    # a later page of the big queue against its first page (keyset: page N costs page 1)
+    ratios["next_page_vs_first"] = large["next_page"] / large["all"]
+    return {"ms": figures, "ratio": ratios}
+
+
+@contextlib.asynccontextmanager
+async def _sqlite(count: int) -> Any:
+    with tempfile.TemporaryDirectory() as folder:
+        yield f"sqlite+aiosqlite:///{Path(folder) / f'queue-{count}.db'}"
+
+
+@contextlib.asynccontextmanager
+async def _postgresql(count: int) -> Any:
+    made = await _postgres_url()
+    if made is None:
+        raise RuntimeError("no PostgreSQL")
+    url, name = made
+    try:
+        yield url
+    finally:
+        await _drop(name)
+
+
+async def run(quick: bool = False) -> dict[str, Any]:
+    requests = QUICK_REQUESTS if quick else REQUESTS
+    result: dict[str, Any] = {"artifacts": [SMALL, LARGE], "requests": requests}
+    sqlite = await _backend(_sqlite, requests)
+    result["sqlite"] = sqlite
+    worst = max(sqlite["ratio"]["all"], sqlite["ratio"]["one_state"])
+    if await _postgres_url_available():
+        postgresql = await _backend(_postgresql, requests)
+        result["postgresql"] = postgresql
+        worst = max(worst, postgresql["ratio"]["all"], postgresql["ratio"]["one_state"])
+    result[f"queue {LARGE} / {SMALL} server time (bar <= {BAR})"] = round(worst, 3)
+    return result
+
+
+async def _postgres_url_available() -> bool:
+    made = await _postgres_url()
+    if made is None:
+        return False
+    await _drop(made[1])
+    return True
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(asyncio.run(run(quick=True)), indent=2))
