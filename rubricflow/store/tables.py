@@ -237,10 +237,9 @@ class ArtifactRow(SQLModel, table=True):
     __table_args__ = (
         sa.Index("ix_artifacts_type_status", "type", "status", "updated_at"),
         sa.Index("ix_artifacts_queue", "status", "queued_at"),
-        # the review dashboard's queue (migration 0010): pages of one state and of every
-        # state in keyset order, and the counts per state (an index-only scan)
+        # the review dashboard's queue (migration 0010): a page per state in keyset
+        # order, and the counts per state (an index-only scan)
         sa.Index("ix_artifacts_status_updated", "status", "updated_at", "id"),
-        sa.Index("ix_artifacts_updated", "updated_at", "id"),
         sa.Index("ix_artifacts_states", "status", "awaiting_approval", "failures"),
         # keyset pages of a listing, newest first (migration 0009)
         sa.Index("ix_artifacts_created", "created_at", "id"),

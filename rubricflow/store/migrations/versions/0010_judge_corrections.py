@@ -1,8 +1,7 @@
 """The criteria people say the judge got wrong when they decide (judge_corrections: with
 the audit trail and the evaluations, every human decision is a label for judge
 agreement), and the review queue's indexes: by state in keyset order (status, updated_at,
-id), every state in keyset order (updated_at, id), and the counts per state (status,
-awaiting_approval, failures)
+id), and the counts per state (status, awaiting_approval, failures)
 
 Revision ID: 0010
 Revises: 0009
@@ -35,7 +34,6 @@ def upgrade() -> None:
     op.create_index(
         "ix_artifacts_status_updated", "artifacts", ["status", "updated_at", "id"], unique=False
     )
-    op.create_index("ix_artifacts_updated", "artifacts", ["updated_at", "id"], unique=False)
     op.create_index(
         "ix_artifacts_states",
         "artifacts",
@@ -46,6 +44,5 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_index("ix_artifacts_states", table_name="artifacts")
-    op.drop_index("ix_artifacts_updated", table_name="artifacts")
     op.drop_index("ix_artifacts_status_updated", table_name="artifacts")
     op.drop_table("judge_corrections")
