@@ -44,6 +44,7 @@ __all__ = [
     "Rubric",
     "Scale",
     "ScoreRange",
+    "ScoreFormula",
     "Scoring",
     "Subcriterion",
     "UnscoredPolicy",
@@ -65,6 +66,11 @@ UnscoredPolicy = Literal["fail_closed", "exclude", "count_as_zero"]
 ZeroWeights = Literal["mean", "zero"]
 """What a set of criteria (or groups) scores when every weight in it is 0: the plain mean
 of their scores (rubricflow's default), or 0 (AgentV: satisfied weight / total weight)."""
+ScoreFormula = Literal["clamp", "rar"]
+"""How weighted criterion scores become the score (DESIGN decision 3): `clamp` is
+clamp(S/P) (else clamp(1 + S/N) with no positive weight), rubricflow's and HealthBench's
+formula; `rar` is Rubrics-as-Rewards' S / sum(|w|), clamped to 0..1, where a pitfall's
+weight also counts in the denominator."""
 GROUP_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_:/-]*$"  # no dot: `group.item` must split one way
 
 # Limits that make every value the model accepts fit the store on both backends (the
@@ -645,6 +651,7 @@ class Rubric(_Frozen):
     scale: Scale = Field(default_factory=Scale)
     unscored_policy: UnscoredPolicy = "fail_closed"
     zero_weights: ZeroWeights = "mean"
+    score_formula: ScoreFormula = "clamp"
     groups: tuple[CriterionGroup, ...] = ()
     criteria: Annotated[tuple[Criterion, ...], Field(min_length=1)]
     metadata: JsonMapping = Field(default_factory=dict)

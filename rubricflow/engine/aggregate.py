@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
-from rubricflow.model import Criterion, Rubric, UnscoredPolicy, ZeroWeights
+from rubricflow.model import Criterion, Rubric, ScoreFormula, UnscoredPolicy, ZeroWeights
 from rubricflow.results import CriterionResult, Verdict, exact_number
 
 __all__ = [
@@ -45,16 +45,22 @@ def _clamp(value: Fraction) -> Fraction:
 
 
 def weighted_score(
-    pairs: Sequence[tuple[Number, Number]], *, zero_weights: ZeroWeights = "mean"
+    pairs: Sequence[tuple[Number, Number]],
+    *,
+    zero_weights: ZeroWeights = "mean",
+    formula: ScoreFormula = "clamp",
 ) -> tuple[Fraction, Fraction]:
-    """(score, raw_score) for (weight, s) pairs by the one formula.
+    """(score, raw_score) for (weight, s) pairs by the rubric's formula.
 
     With every weight zero the score is the plain mean of s (nothing to weigh by), or 0
     under `zero_weights="zero"` (AgentV: satisfied weight / total weight, total 0).
+    `formula="rar"` divides S by the sum of |w| (Rubrics as Rewards), clamped to 0..1.
     """
     positive = sum((exact(w) for w, _ in pairs if w > 0), Fraction(0))
     negative = sum((-exact(w) for w, _ in pairs if w < 0), Fraction(0))
     total = sum((exact(w) * exact(s) for w, s in pairs), Fraction(0))
+    if formula == "rar" and positive + negative > 0:
+        return _clamp(total / (positive + negative)), total
     if positive > 0:
         return _clamp(total / positive), total
     if negative > 0:
@@ -78,7 +84,9 @@ def grouped_score(
     """
     if not rubric.groups:
         pairs = pairs_by_group.get(None, [])
-        return weighted_score(pairs, zero_weights=rubric.zero_weights)[0], ()
+        return weighted_score(
+            pairs, zero_weights=rubric.zero_weights, formula=rubric.score_formula
+        )[0], ()
     scores: list[tuple[str, Fraction]] = []
     weighted: list[tuple[Fraction, Fraction]] = []
     for group in rubric.groups:
@@ -86,7 +94,7 @@ def grouped_score(
         if not group_pairs:
             continue
         policy = group.zero_weights or rubric.zero_weights
-        score = weighted_score(group_pairs, zero_weights=policy)[0]
+        score = weighted_score(group_pairs, zero_weights=policy, formula=rubric.score_formula)[0]
         scores.append((group.id, score))
         weighted.append((exact(group.weight), score))
     total = sum((weight for weight, _ in weighted), Fraction(0))  # group weights are >= 0
