@@ -78,7 +78,21 @@ def heartbeat_seconds() -> float:
             "trigger, source, dest, actor, reason, evaluation_ids, created_at); "
             "`: keep-alive` comments while quiet; `event: end` after a final state, "
             "`event: shutdown` when the server stops (reconnect with Last-Event-ID).",
-            "content": {EVENT_STREAM: {"schema": {"type": "string"}}},
+            # one Server-Sent Event (what schemathesis and other SSE-aware tools check each
+            # event against); `data` is the JSON text described above
+            "content": {
+                EVENT_STREAM: {
+                    "schema": {
+                        "type": "object",
+                        "properties": {
+                            "event": {"type": "string"},
+                            "data": {"type": "string"},
+                            "id": {"type": "string"},
+                            "retry": {"type": "integer"},
+                        },
+                    }
+                }
+            },
         },
         204: {"description": "The artifact is in a final state and nothing is left to send"},
         422: PROBLEM_RESPONSES[422],
