@@ -73,6 +73,13 @@ from rubricflow.validation import FileReport, validate_file
 
 if TYPE_CHECKING:
     from rubricflow.compare import RunComparison, compare_runs
+    from rubricflow.generation import (
+        GeneratedRubric,
+        GroupRanking,
+        generate_rubric,
+        generate_rubric_sync,
+        rank_group,
+    )
     from rubricflow.report import render_report, write_report
     from rubricflow.review import ArtifactRegistry, ArtifactType, RubricBinding
     from rubricflow.store import RubricRegistry, Store
@@ -84,6 +91,11 @@ __version__ = _metadata.version("rubricflow")
 _LAZY = {
     "RunComparison": "rubricflow.compare",
     "compare_runs": "rubricflow.compare",
+    "GeneratedRubric": "rubricflow.generation",
+    "GroupRanking": "rubricflow.generation",
+    "generate_rubric": "rubricflow.generation",
+    "generate_rubric_sync": "rubricflow.generation",
+    "rank_group": "rubricflow.generation",
     "render_report": "rubricflow.report",
     "write_report": "rubricflow.report",
     "ArtifactRegistry": "rubricflow.review",
@@ -120,6 +132,8 @@ __all__ = [
     "Example",
     "FileReport",
     "FormatDetectionError",
+    "GeneratedRubric",
+    "GroupRanking",
     "IllegalTransitionError",
     "LabelledExample",
     "Level",
@@ -175,6 +189,8 @@ __all__ = [
     "evaluate_cases",
     "evaluate_many",
     "evaluate_sync",
+    "generate_rubric",
+    "generate_rubric_sync",
     "hookimpl",
     "hookspec",
     "load_document",
@@ -182,6 +198,7 @@ __all__ = [
     "load_rubric",
     "load_suite",
     "parse_rubric",
+    "rank_group",
     "read_labels",
     "read_results_file",
     "render_report",

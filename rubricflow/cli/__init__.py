@@ -23,6 +23,7 @@ from rubricflow.cli import (
     db,
     eval,
     evaluations,
+    generate,
     llm,
     report,
     rubric_files,
@@ -101,9 +102,11 @@ def _root(
 # the order commands are listed in `--help` and docs/cli.md
 app.command("validate")(rubric_files.validate_command)
 app.command("convert")(rubric_files.convert_command)
+app.command("migrate")(generate.migrate_command)
 app.command("schema")(rubric_files.schema_command)
 app.command("plugins")(rubric_files.plugins_command)
 app.command("eval")(eval.eval_command)
+app.command("generate")(generate.generate_command)
 app.add_typer(llm.llm_app, name="llm", cls=FullHelpGroup)
 app.add_typer(rubrics.rubrics_app, name="rubrics", cls=FullHelpGroup)
 app.add_typer(evaluations.evaluations_app, name="evaluations", cls=FullHelpGroup)

@@ -1,0 +1,162 @@
+"""Draft a rubric from a task description, a reference answer or example outputs.
+
+The judge answers in a JSON shape (`contract.DRAFT_SCHEMA`); the answer is validated into
+a native `Rubric` (an invalid one is sent back once by the session). The draft is then
+linted by the meta-rubric and `lint_rubric`; when the lint finds anything, the findings
+are fed back for one revision round. The result carries the draft and its lint: nothing
+here stores or writes a rubric, so a draft is never silently accepted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rubricflow.engine.meta import MetaReport, assess_rubric
+from rubricflow.errors import Problem, RubricflowError
+from rubricflow.formats.native import dump_rubric
+from rubricflow.generation.contract import DRAFT_SCHEMA, read_draft
+from rubricflow.generation.prompts import DRAFT_SYSTEM, draft_prompt, revision_prompt
+from rubricflow.generation.session import JudgeOption, judge_scope
+from rubricflow.llm.session import LLMSession, Question
+from rubricflow.model import Rubric
+from rubricflow.results import LLMCall
+from rubricflow.validation import lint_rubric
+
+__all__ = [
+    "GeneratedRubric",
+    "GenerationError",
+    "generate_rubric",
+    "generate_rubric_sync",
+    "lint_findings",
+]
+
+#: part of every generation question's cache key: a new contract is a new question
+CONTRACT_VERSION = "rubricflow-generate/1"
+
+
+class GenerationError(RubricflowError):
+    """The judge gave no usable draft (after the session's re-ask)."""
+
+
+@dataclass
+class GeneratedRubric:
+    """A draft rubric and its lint. `revised` says whether the first draft's
+    `first_findings` were fed back; `findings` are what the lint says of this draft
+    (empty: clean). `calls` are the judge calls it took (the ledger)."""
+
+    rubric: Rubric
+    meta: MetaReport
+    warnings: list[Problem]
+    revised: bool = False
+    first_findings: tuple[str, ...] = ()
+    calls: list[LLMCall] = field(default_factory=list)
+
+    @property
+    def findings(self) -> tuple[str, ...]:
+        return lint_findings(self.meta, self.warnings)
+
+    @property
+    def clean(self) -> bool:
+        return not self.findings
+
+    def text(self, fmt: str = "yaml") -> str:
+        """The draft as a native rubric document (YAML or JSON)."""
+        return dump_rubric(self.rubric, fmt)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rubric": self.rubric.to_dict(),
+            "meta_rubric": self.meta.to_dict(),
+            "warnings": [w.to_dict() for w in self.warnings],
+            "findings": list(self.findings),
+            "revised": self.revised,
+            "first_findings": list(self.first_findings),
+            "llm_calls": sum(1 for c in self.calls if c.outcome != "cached"),
+            "cache_hits": sum(1 for c in self.calls if c.outcome == "cached"),
+        }
+
+
+def lint_findings(meta: MetaReport, warnings: Sequence[Problem]) -> tuple[str, ...]:
+    """What the meta-rubric (every check below pass) and the linter say, one line each."""
+    found = [f"{f.check}: {f.message}" for f in meta.findings if f.level != "pass"]
+    found += [str(warning) for warning in warnings]
+    return tuple(found)
+
+
+def _hash(*parts: str) -> str:
+    digest = hashlib.sha256(CONTRACT_VERSION.encode())
+    for part in parts:
+        digest.update(b"\0" + part.encode("utf-8"))
+    return digest.hexdigest()
+
+
+def _criteria_hint(criteria: tuple[int, int]) -> str:
+    low, high = criteria
+    return f"Write {low} to {high} criteria."
+
+
+async def _ask(session: LLMSession, user: str, rubric_id: str | None, calls: list[LLMCall]) -> Any:
+    question = Question(
+        user=user,
+        system=DRAFT_SYSTEM,
+        read=lambda text: read_draft(text, rubric_id),
+        rubric_hash=_hash(user, rubric_id or ""),
+        schema=DRAFT_SCHEMA,
+        schema_name="rubric_draft",
+        temperature=0.0,
+        max_tokens=4096,
+    )
+    answer = await session.ask(question)
+    calls.extend(answer.calls)
+    if not answer.ok:
+        raise GenerationError(
+            f"the judge gave no usable rubric draft: {answer.error or 'no answer'}; "
+            "check the judge with `rubricflow llm check`, or use a model that follows "
+            "JSON schemas"
+        )
+    return answer.value
+
+
+async def generate_rubric(
+    *,
+    task: str | None = None,
+    reference: str | None = None,
+    examples: Sequence[str] = (),
+    judge: JudgeOption = None,
+    rubric_id: str | None = None,
+    criteria: tuple[int, int] = (7, 20),
+    revise: bool = True,
+    cache: Any = "default",
+) -> GeneratedRubric:
+    """Draft a rubric with the judge (`judge`: an `LLMSession`, a spec such as
+    `openai:gpt-4o-mini`, or None for $RUBRICFLOW_LLM), lint it, and (with `revise`) feed
+    the lint's findings back for one revision. Raises `GenerationError` when the judge
+    gives no usable draft, `ValueError`-like `RubricflowError` when nothing to work from
+    is given."""
+    if not (task or reference or examples):
+        raise GenerationError(
+            "nothing to generate a rubric from: give a task description, a reference "
+            "answer or example outputs"
+        )
+    calls: list[LLMCall] = []
+    async with judge_scope(judge, cache) as session:
+        user = draft_prompt(task, reference, list(examples), _criteria_hint(criteria))
+        rubric: Rubric = await _ask(session, user, rubric_id, calls)
+        meta, warnings = assess_rubric(rubric), lint_rubric(rubric)
+        first = lint_findings(meta, warnings)
+        if not first or not revise:
+            return GeneratedRubric(rubric, meta, warnings, False, first, calls)
+        draft = rubric.to_dict()
+        again = user + "\n\n" + revision_prompt(draft, first)
+        revised: Rubric = await _ask(session, again, rubric_id, calls)
+        meta, warnings = assess_rubric(revised), lint_rubric(revised)
+        return GeneratedRubric(revised, meta, warnings, True, first, calls)
+
+
+def generate_rubric_sync(**options: Any) -> GeneratedRubric:
+    """`generate_rubric` from synchronous code (not from inside a running event loop)."""
+    return asyncio.run(generate_rubric(**options))

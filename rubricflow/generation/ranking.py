@@ -1,0 +1,146 @@
+"""Group-aware scoring: one judge call ranks a prompt's G completions against each other
+(as GRPO samples them), and ranks map to rewards.
+
+Rewards: completions are ordered by the judge's rank (1 is best); tied completions share
+the mean of the positions they occupy, and a position p of G (1-based) maps to
+(G - p) / (G - 1): the best gets 1.0, the worst 0.0, evenly spaced between. A group of
+one needs no judge and gets 0.5 (nothing to compare it with). A judge failure (no
+valid ranking after the session's re-ask) gives every completion `None` with the
+reason, never a guessed number.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from rubricflow.generation.contract import ranking_schema, read_ranking
+from rubricflow.generation.prompts import RANK_SYSTEM, rank_prompt
+from rubricflow.generation.session import JudgeOption, judge_scope
+from rubricflow.llm.session import Question
+from rubricflow.model import Rubric
+from rubricflow.results import LLMCall
+
+__all__ = ["GroupRanking", "RankedCompletion", "rank_group", "rank_group_sync", "rank_rewards"]
+
+CONTRACT_VERSION = "rubricflow-rank/1"
+
+
+@dataclass(frozen=True)
+class RankedCompletion:
+    """One completion's place: its `rank` from the judge (None on failure), its
+    `reward` in 0..1 (None on failure) and the judge's `reasoning` (the evidence)."""
+
+    index: int
+    rank: int | None
+    reward: float | None
+    reasoning: str
+
+
+@dataclass
+class GroupRanking:
+    completions: list[RankedCompletion]
+    error: str | None = None
+    calls: list[LLMCall] = field(default_factory=list)
+
+    @property
+    def rewards(self) -> list[float | None]:
+        return [c.reward for c in self.completions]
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rewards": self.rewards,
+            "error": self.error,
+            "completions": [
+                {"index": c.index, "rank": c.rank, "reward": c.reward, "reasoning": c.reasoning}
+                for c in self.completions
+            ],
+            "llm_calls": sum(1 for c in self.calls if c.outcome != "cached"),
+            "cache_hits": sum(1 for c in self.calls if c.outcome == "cached"),
+        }
+
+
+def rank_rewards(ranks: Sequence[int]) -> list[float]:
+    """Rewards for judge ranks (1 is best; equal ranks tie), exact then rounded to floats:
+    ties share the mean of their positions; position p of G maps to (G - p) / (G - 1)."""
+    size = len(ranks)
+    if size == 1:
+        return [0.5]
+    order = sorted(range(size), key=lambda i: (ranks[i], i))
+    position: dict[int, Fraction] = {}
+    start = 0
+    while start < size:
+        end = start
+        while end + 1 < size and ranks[order[end + 1]] == ranks[order[start]]:
+            end += 1
+        shared = Fraction(start + 1 + end + 1, 2)
+        for slot in range(start, end + 1):
+            position[order[slot]] = shared
+        start = end + 1
+    return [float((size - position[i]) / (size - 1)) for i in range(size)]
+
+
+def _standard(rubric: Rubric | str | None) -> str | None:
+    if rubric is None or isinstance(rubric, str):
+        return rubric
+    lines = [rubric.description] if rubric.description else []
+    for criterion in rubric.criteria:
+        text = criterion.description or criterion.name or criterion.id
+        lines.append(f"- ({criterion.weight:g}) {criterion.name or criterion.id}: {text}")
+    return "\n".join(lines)
+
+
+async def rank_group(
+    prompt: str,
+    completions: Sequence[str],
+    *,
+    judge: JudgeOption = None,
+    rubric: Rubric | str | None = None,
+    reference: str | None = None,
+    cache: Any = "default",
+) -> GroupRanking:
+    """Rank `completions` (all answers to `prompt`) with one judge call and map the ranks
+    to rewards. `rubric` (a `Rubric` or plain text) is the standard they are compared
+    against; `reference` a reference answer. Never raises for a judge failure: the
+    ranking's `error` says why and every reward is None."""
+    texts = [str(c) for c in completions]
+    if not texts:
+        return GroupRanking([])
+    if len(texts) == 1:
+        return GroupRanking([RankedCompletion(0, 1, 0.5, "a group of one: nothing to compare")])
+    user = rank_prompt(prompt, texts, reference, _standard(rubric))
+    size = len(texts)
+    question = Question(
+        user=user,
+        system=RANK_SYSTEM,
+        read=lambda text: read_ranking(text, size),
+        rubric_hash=hashlib.sha256(f"{CONTRACT_VERSION}\0{user}".encode()).hexdigest(),
+        schema=ranking_schema(size),
+        schema_name="group_ranking",
+        temperature=0.0,
+    )
+    async with judge_scope(judge, cache) as session:
+        answer = await session.ask(question)
+    if not answer.ok:
+        reason = answer.error or "the judge gave no usable ranking"
+        return GroupRanking(
+            [RankedCompletion(i, None, None, "") for i in range(size)], reason, answer.calls
+        )
+    value: dict[int, tuple[int, str]] = answer.value
+    ranks = [value[i][0] for i in range(size)]
+    rewards = rank_rewards(ranks)
+    ranked = [RankedCompletion(i, ranks[i], rewards[i], value[i][1]) for i in range(size)]
+    return GroupRanking(ranked, None, answer.calls)
+
+
+def rank_group_sync(prompt: str, completions: Sequence[str], **options: Any) -> GroupRanking:
+    """`rank_group` from synchronous code (not from inside a running event loop)."""
+    return asyncio.run(rank_group(prompt, completions, **options))
