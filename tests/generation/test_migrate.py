@@ -1,0 +1,94 @@
+"""`rubricflow migrate`: OpenRubricRL's missing command, for its files and older native
+documents; prints what changed, writes only with -o, and round-trips."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rubricflow.formats.loader import load_file
+from rubricflow.generation import migrate_file, parse_target
+
+OPENRUBRICRL = {
+    "name": "Answer Quality",
+    "version": "2.1.0",
+    "description": "How well a support bot answers a billing question",
+    "domain": "dialogue",
+    "scale": {"min": 0, "max": 10, "type": "continuous"},
+    "criteria": [
+        {"name": "Correctness", "description": "States the policy correctly.", "weight": 0.6},
+        {"name": "Clarity", "description": "Easy to follow.", "weight": 0.4},
+    ],
+}
+
+
+def run(*args: str) -> object:
+    from rubricflow.cli import app
+
+    return CliRunner().invoke(app, list(args))
+
+
+def test_an_openrubricrl_file_is_upgraded_reported_and_written_only_with_o(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    source = tmp_path / "answer-quality.json"
+    source.write_text(json.dumps(OPENRUBRICRL), encoding="utf-8")
+    before = set(tmp_path.iterdir())
+    shown = run("migrate", str(source))
+    assert shown.exit_code == 0, shown.output  # type: ignore[attr-defined]
+    text = shown.stdout  # type: ignore[attr-defined]
+    assert "openrubricrl -> native@1" in text
+    assert "+ id: 'answer_quality'" in text
+    assert "+ criteria[0].scoring.method: 'llm_score'" in text
+    assert "- domain (was 'dialogue')" in text and "+ metadata.domain: 'dialogue'" in text
+    assert "not written (pass -o FILE" in shown.stderr  # type: ignore[attr-defined]
+    assert set(tmp_path.iterdir()) == before
+    target = tmp_path / "answer-quality.yaml"
+    assert run("migrate", str(source), "-o", str(target)).exit_code == 0  # type: ignore[attr-defined]
+    migrated = load_file(target)
+    assert migrated.format == "native"
+    assert migrated.rubrics == load_file(source).rubrics  # the same rubric, now native
+    # the upgraded file is current: migrating it again changes nothing
+    again = run("migrate", str(target), "--to", "native@1")
+    assert "already current: nothing changes" in again.stdout  # type: ignore[attr-defined]
+    assert migrate_file(target).changes == []
+
+
+def test_an_older_native_document_loses_what_the_current_format_leaves_out(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "old.yaml"
+    source.write_text(
+        "$schema: https://rubricflow.dev/schema/rubric.schema.json\n"
+        "id: old\nversion: 1.0.0\npass_threshold: 0.7\n"
+        "criteria:\n- id: a\n  weight: 1.0\n  required: false\n  scoring: {method: llm}\n",
+        encoding="utf-8",
+    )
+    migration = migrate_file(source)
+    assert migration.source_format == "native"
+    assert "- criteria[0].weight (was 1.0)" in migration.changes
+    assert "- pass_threshold (was 0.7)" in migration.changes
+    output = tmp_path / "new.json"
+    result = run("migrate", str(source), "-o", str(output), "--json")
+    assert result.exit_code == 0  # type: ignore[attr-defined]
+    report = json.loads(result.stdout)  # type: ignore[attr-defined]
+    assert report["target"] == "native@1" and report["rubrics"] == ["old@1.0.0"]
+    assert load_file(output).rubrics == migration.rubrics
+
+
+def test_unknown_targets_and_broken_files_are_user_errors(tmp_path: Path) -> None:
+    assert parse_target("native") == parse_target("native@1") == 1
+    source = tmp_path / "r.yaml"
+    source.write_text("id: r\ncriteria: [{id: a}]\n", encoding="utf-8")
+    future = run("migrate", str(source), "--to", "native@2")
+    assert future.exit_code == 2 and "version '2' does not exist" in future.output  # type: ignore[attr-defined]
+    other = run("migrate", str(source), "--to", "openrubricrl")
+    assert other.exit_code == 2 and "native[@VERSION]" in other.output  # type: ignore[attr-defined]
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("id: r\ncriteria: [{id: a, weight: heavy}]\n", encoding="utf-8")
+    failed = run("migrate", str(broken))
+    assert failed.exit_code == 1 and "criteria[0].weight" in failed.output  # type: ignore[attr-defined]

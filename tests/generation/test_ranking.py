@@ -1,0 +1,107 @@
+"""Group-aware scoring: one judge call ranks a GRPO group; ranks map to rewards
+deterministically, ties share, garbage gives None with the reason."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from hypothesis import given
+from hypothesis import strategies as st
+from llm.fixtures import memory_cache, session_for
+from llm.scripted import ScriptedServer, openai_reply
+
+from rubricflow.generation import rank_group, rank_rewards
+from rubricflow.model import parse_rubric
+
+
+def ranking(*ranks: int) -> dict[str, object]:
+    return {
+        "ranking": [
+            {"index": i, "reasoning": f"completion {i} cites the window", "rank": r}
+            for i, r in enumerate(ranks)
+        ]
+    }
+
+
+def test_ranks_map_to_evenly_spaced_rewards_and_ties_share() -> None:
+    assert rank_rewards([2, 1, 3]) == [0.5, 1.0, 0.0]
+    assert rank_rewards([1, 1, 3, 4]) == [float(Fraction(5, 6))] * 2 + [float(Fraction(1, 3)), 0.0]
+    assert rank_rewards([1, 1]) == [0.5, 0.5]
+    assert rank_rewards([7]) == [0.5]
+
+
+@given(st.lists(st.integers(min_value=1, max_value=8), min_size=2, max_size=8), st.randoms())
+def test_rewards_depend_on_ranks_alone(ranks: list[int], random: object) -> None:
+    rewards = rank_rewards(ranks)
+    assert all(0.0 <= r <= 1.0 for r in rewards)
+    assert abs(sum(rewards) - len(ranks) / 2) < 1e-9  # positions always average the middle
+    for i, j in [(i, j) for i in range(len(ranks)) for j in range(len(ranks))]:
+        if ranks[i] < ranks[j]:
+            assert rewards[i] > rewards[j]
+        if ranks[i] == ranks[j]:
+            assert rewards[i] == rewards[j]
+    order = list(range(len(ranks)))
+    random.shuffle(order)  # type: ignore[attr-defined]
+    shuffled = rank_rewards([ranks[i] for i in order])
+    assert shuffled == [rewards[i] for i in order]  # where a completion sits does not matter
+
+
+async def test_one_judge_call_ranks_the_group_with_evidence(server: ScriptedServer) -> None:
+    server.queue(openai_reply(ranking(3, 1, 2, 1)))
+    rubric = parse_rubric(
+        {"id": "r", "criteria": [{"id": "window", "name": "Window", "description": "30 days"}]}
+    )
+    cache = memory_cache()
+    completions = ["No refunds.", "30 days, form.", "30 days.", "Within 30 days via the form."]
+    async with session_for(server, cache=cache) as judge:
+        result = await rank_group(
+            "How do refunds work?", completions, judge=judge, rubric=rubric, reference="30 days"
+        )
+        again = await rank_group(
+            "How do refunds work?", completions, judge=judge, rubric=rubric, reference="30 days"
+        )
+    assert result.ok and result.rewards == [
+        0.0,
+        float(Fraction(5, 6)),
+        float(Fraction(1, 3)),
+        float(Fraction(5, 6)),
+    ]
+    assert [c.rank for c in result.completions] == [3, 1, 2, 1]
+    assert result.completions[1].reasoning == "completion 1 cites the window"
+    assert len(server.requests) == 1  # one call for the group; the repeat came from the cache
+    assert again.rewards == result.rewards and again.to_dict()["cache_hits"] == 1
+    sent = server.requests[0]
+    assert sent.text.count("<completion index=") == 4 and "30 days" in sent.text
+    schema = sent.json["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["ranking"]["minItems"] == 4
+
+
+async def test_garbage_or_incomplete_rankings_give_none_with_the_reason(
+    server: ScriptedServer,
+) -> None:
+    server.queue(openai_reply(ranking(1, 2)), openai_reply("the first one is best"))
+    async with session_for(server) as judge:
+        result = await rank_group("p", ["a", "b", "c"], judge=judge)
+    assert result.rewards == [None, None, None] and not result.ok
+    assert result.error is not None and "not JSON" in result.error
+    assert "minItems" in server.requests[1].text or "too short" in server.requests[1].text
+
+
+async def test_a_completion_ranked_twice_is_sent_back(server: ScriptedServer) -> None:
+    twice = {
+        "ranking": [
+            {"index": 0, "reasoning": "good", "rank": 1},
+            {"index": 0, "reasoning": "good", "rank": 1},
+        ]
+    }
+    server.queue(openai_reply(twice), openai_reply(ranking(2, 1)))
+    async with session_for(server) as judge:
+        result = await rank_group("p", ["a", "b"], judge=judge)
+    assert result.rewards == [0.0, 1.0]
+    assert "completion 0 is ranked twice" in server.requests[1].text
+
+
+async def test_a_group_of_one_needs_no_judge() -> None:
+    result = await rank_group("p", ["only"], judge="openai:judge@http://127.0.0.1:9/v1")
+    assert result.rewards == [0.5] and result.calls == []
+    assert (await rank_group("p", [])).rewards == []
