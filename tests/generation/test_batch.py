@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from llm.scripted import Recorded, Reply, ScriptedServer, openai_reply
 from typer.testing import CliRunner
@@ -31,7 +32,7 @@ def judge_failing_row_2(request: Recorded) -> Reply:
     return openai_reply(EVEN)
 
 
-def results(path: Path) -> list[dict[str, object]]:
+def results(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
@@ -47,7 +48,7 @@ def test_a_dataset_gets_one_rubric_per_row_and_a_rerun_resumes(tmp_path: Path) -
         done = results(output)
         assert [r["row"] for r in done] == [0, 1, 2]
         assert "error" in done[1] and "no usable rubric draft" in str(done[1]["error"])
-        assert [r["rubric"]["id"] for r in (done[0], done[2])] == ["row_q1", "row_q3"]  # type: ignore[index]
+        assert [r["rubric"]["id"] for r in (done[0], done[2])] == ["row_q1", "row_q3"]
         parse_rubric(done[0]["rubric"])
         assert any("Can I cancel?" in r.text for r in server.requests)  # chat rows
         sent = len(server.requests)

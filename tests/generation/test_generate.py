@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from llm.fixtures import session_for
 from llm.scripted import ScriptedServer, openai_reply
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from rubricflow.cli import app
 from rubricflow.formats.loader import load_file
@@ -18,7 +18,7 @@ from rubricflow.generation import GenerationError, generate_rubric
 from .drafts import EVEN, UNEVEN, criterion, draft, reviser
 
 
-def run(*args: str) -> object:
+def run(*args: str) -> Result:
     return CliRunner().invoke(app, list(args))
 
 
@@ -93,14 +93,14 @@ def test_the_command_prints_the_draft_and_lint_and_writes_only_with_o(
     server.responder = reviser
     spec = f"openai:judge@{server.url}/v1"
     shown = run("generate", "--task", "Answer about refunds.", "--llm", spec, "--no-cache")
-    assert shown.exit_code == 0, shown.output  # type: ignore[attr-defined]
-    assert "id: refund_answer" in shown.stdout  # type: ignore[attr-defined]
-    assert "fed back once" in shown.stderr and "weight_distribution" in shown.stderr  # type: ignore[attr-defined]
-    assert "not written (pass -o FILE" in shown.stderr  # type: ignore[attr-defined]
+    assert shown.exit_code == 0, shown.output
+    assert "id: refund_answer" in shown.stdout
+    assert "fed back once" in shown.stderr and "weight_distribution" in shown.stderr
+    assert "not written (pass -o FILE" in shown.stderr
     assert list(tmp_path.iterdir()) == []  # nothing written anywhere
     target = tmp_path / "drafts" / "refund.yaml"
     written = run("generate", "-t", "Answer about refunds.", "--llm", spec, "-o", str(target))
-    assert written.exit_code == 0, written.output  # type: ignore[attr-defined]
+    assert written.exit_code == 0, written.output
     loaded = load_file(target)
     assert loaded.format == "native" and len(loaded.rubrics[0].criteria) == 4
 
@@ -111,9 +111,9 @@ def test_a_draft_that_keeps_lint_findings_exits_1(server: ScriptedServer, tmp_pa
     reference.write_text("Refunds within 30 days.", encoding="utf-8")
     spec = f"openai:judge@{server.url}/v1"
     result = run("generate", "-r", f"@{reference}", "--llm", spec, "--no-revise", "--json")
-    assert result.exit_code == 1  # type: ignore[attr-defined]
-    report = json.loads(result.stdout)  # type: ignore[attr-defined]
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
     assert report["revised"] is False and report["meta_rubric"]["passed"] is False
     assert "Refunds within 30 days." in server.requests[0].text
     garbage = run("generate", "-t", "x", "--llm", "nope:x")
-    assert garbage.exit_code == 2 and "unknown LLM provider" in garbage.output  # type: ignore[attr-defined]
+    assert garbage.exit_code == 2 and "unknown LLM provider" in garbage.output

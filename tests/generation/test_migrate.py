@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from rubricflow.formats.loader import load_file
 from rubricflow.generation import migrate_file, parse_target
@@ -25,7 +25,7 @@ OPENRUBRICRL = {
 }
 
 
-def run(*args: str) -> object:
+def run(*args: str) -> Result:
     from rubricflow.cli import app
 
     return CliRunner().invoke(app, list(args))
@@ -39,22 +39,22 @@ def test_an_openrubricrl_file_is_upgraded_reported_and_written_only_with_o(
     source.write_text(json.dumps(OPENRUBRICRL), encoding="utf-8")
     before = set(tmp_path.iterdir())
     shown = run("migrate", str(source))
-    assert shown.exit_code == 0, shown.output  # type: ignore[attr-defined]
-    text = shown.stdout  # type: ignore[attr-defined]
+    assert shown.exit_code == 0, shown.output
+    text = shown.stdout
     assert "openrubricrl -> native@1" in text
     assert "+ id: 'answer_quality'" in text
     assert "+ criteria[0].scoring.method: 'llm_score'" in text
     assert "- domain (was 'dialogue')" in text and "+ metadata.domain: 'dialogue'" in text
-    assert "not written (pass -o FILE" in shown.stderr  # type: ignore[attr-defined]
+    assert "not written (pass -o FILE" in shown.stderr
     assert set(tmp_path.iterdir()) == before
     target = tmp_path / "answer-quality.yaml"
-    assert run("migrate", str(source), "-o", str(target)).exit_code == 0  # type: ignore[attr-defined]
+    assert run("migrate", str(source), "-o", str(target)).exit_code == 0
     migrated = load_file(target)
     assert migrated.format == "native"
     assert migrated.rubrics == load_file(source).rubrics  # the same rubric, now native
     # the upgraded file is current: migrating it again changes nothing
     again = run("migrate", str(target), "--to", "native@1")
-    assert "already current: nothing changes" in again.stdout  # type: ignore[attr-defined]
+    assert "already current: nothing changes" in again.stdout
     assert migrate_file(target).changes == []
 
 
@@ -74,8 +74,8 @@ def test_an_older_native_document_loses_what_the_current_format_leaves_out(
     assert "- pass_threshold (was 0.7)" in migration.changes
     output = tmp_path / "new.json"
     result = run("migrate", str(source), "-o", str(output), "--json")
-    assert result.exit_code == 0  # type: ignore[attr-defined]
-    report = json.loads(result.stdout)  # type: ignore[attr-defined]
+    assert result.exit_code == 0
+    report = json.loads(result.stdout)
     assert report["target"] == "native@1" and report["rubrics"] == ["old@1.0.0"]
     assert load_file(output).rubrics == migration.rubrics
 
@@ -85,10 +85,10 @@ def test_unknown_targets_and_broken_files_are_user_errors(tmp_path: Path) -> Non
     source = tmp_path / "r.yaml"
     source.write_text("id: r\ncriteria: [{id: a}]\n", encoding="utf-8")
     future = run("migrate", str(source), "--to", "native@2")
-    assert future.exit_code == 2 and "version '2' does not exist" in future.output  # type: ignore[attr-defined]
+    assert future.exit_code == 2 and "version '2' does not exist" in future.output
     other = run("migrate", str(source), "--to", "openrubricrl")
-    assert other.exit_code == 2 and "native[@VERSION]" in other.output  # type: ignore[attr-defined]
+    assert other.exit_code == 2 and "native[@VERSION]" in other.output
     broken = tmp_path / "broken.yaml"
     broken.write_text("id: r\ncriteria: [{id: a, weight: heavy}]\n", encoding="utf-8")
     failed = run("migrate", str(broken))
-    assert failed.exit_code == 1 and "criteria[0].weight" in failed.output  # type: ignore[attr-defined]
+    assert failed.exit_code == 1 and "criteria[0].weight" in failed.output

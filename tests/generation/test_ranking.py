@@ -4,6 +4,7 @@ deterministically, ties share, garbage gives None with the reason."""
 from __future__ import annotations
 
 from fractions import Fraction
+from random import Random
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -31,7 +32,7 @@ def test_ranks_map_to_evenly_spaced_rewards_and_ties_share() -> None:
 
 
 @given(st.lists(st.integers(min_value=1, max_value=8), min_size=2, max_size=8), st.randoms())
-def test_rewards_depend_on_ranks_alone(ranks: list[int], random: object) -> None:
+def test_rewards_depend_on_ranks_alone(ranks: list[int], random: Random) -> None:
     rewards = rank_rewards(ranks)
     assert all(0.0 <= r <= 1.0 for r in rewards)
     assert abs(sum(rewards) - len(ranks) / 2) < 1e-9  # positions always average the middle
@@ -41,7 +42,7 @@ def test_rewards_depend_on_ranks_alone(ranks: list[int], random: object) -> None
         if ranks[i] == ranks[j]:
             assert rewards[i] == rewards[j]
     order = list(range(len(ranks)))
-    random.shuffle(order)  # type: ignore[attr-defined]
+    random.shuffle(order)
     shuffled = rank_rewards([ranks[i] for i in order])
     assert shuffled == [rewards[i] for i in order]  # where a completion sits does not matter
 
