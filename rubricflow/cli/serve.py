@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -110,7 +111,9 @@ def serve_command(
     if judge is not None:
         _check_judge(judge)
     try:
-        settings = ServerSettings(
+        # the options win; settings without one keep their RUBRICFLOW_SERVER_* value
+        settings = dataclasses.replace(
+            ServerSettings.from_env(),
             db=resolve_url(db),
             host=host,
             auth=not no_auth,

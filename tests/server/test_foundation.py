@@ -181,3 +181,23 @@ def test_tokens_commands_print_the_secret_once(sqlite_db: str, tmp_path: Path) -
     assert revoked.exit_code == 0
     missing = runner.invoke(cli_app, ["tokens", "revoke", "nobody", "--db", sqlite_db])
     assert_error(missing, "no token named 'nobody'")
+
+
+def test_settings_without_an_option_are_read_from_the_environment(start_server, sqlite_db) -> None:
+    """`rubricflow serve` passes its options to its processes without overwriting the
+    RUBRICFLOW_SERVER_* settings it has no option for."""
+    admin = issue_token(sqlite_db, "admin")
+    server = start_server(sqlite_db, env={"RUBRICFLOW_SERVER_MAX_EVALUATE_TARGETS": "2"})
+    document = (
+        "id: tiny\nname: Tiny\nversion: 1.0.0\ncriteria:\n  - id: text\n    name: Text\n"
+        "    description: Not empty.\n    scoring: {method: deterministic, function: non_empty}\n"
+    )
+    with server.client(admin) as client:
+        two = client.post(
+            "/v1/evaluate", json={"document": document, "targets": [{"content": "a"}] * 2}
+        )
+        assert two.status_code == 200, two.text
+        three = client.post(
+            "/v1/evaluate", json={"document": document, "targets": [{"content": "a"}] * 3}
+        )
+        assert three.status_code == 422 and "2" in three.json()["detail"]
