@@ -162,8 +162,7 @@ def generate_command(
     else:
         sys.stdout.write(draft.text(fmt))
         _print_lint(draft)
-        calls = draft.to_dict()
-        err.print(usage_text({"llm_calls": calls["llm_calls"], "cache_hits": calls["cache_hits"]}))
+        err.print(usage_text(draft.to_dict()["usage"]))
     if output is not None:
         _write(output, draft.text(fmt))
         err.print(f"wrote the draft to {escape(str(output))}; review it before you use it")

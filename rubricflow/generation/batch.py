@@ -130,8 +130,8 @@ async def generate_batch(
                         summary = draft.to_dict()
                         result.update(summary)
                         counts["generated"] += 1
-                        counts["llm_calls"] += summary["llm_calls"]
-                        counts["cache_hits"] += summary["cache_hits"]
+                        counts["llm_calls"] += summary["usage"]["llm_calls"]
+                        counts["cache_hits"] += summary["usage"]["cache_hits"]
                 results[number] = result
                 sink.write(json.dumps(result, ensure_ascii=False) + "\n")
                 sink.flush()

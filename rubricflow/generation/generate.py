@@ -21,6 +21,7 @@ from rubricflow.formats.native import dump_rubric
 from rubricflow.generation.contract import DRAFT_SCHEMA, read_draft
 from rubricflow.generation.prompts import DRAFT_SYSTEM, draft_prompt, revision_prompt
 from rubricflow.generation.session import JudgeOption, judge_scope
+from rubricflow.generation.usage import call_usage
 from rubricflow.llm.session import LLMSession, Question
 from rubricflow.model import Rubric
 from rubricflow.results import LLMCall
@@ -75,8 +76,7 @@ class GeneratedRubric:
             "findings": list(self.findings),
             "revised": self.revised,
             "first_findings": list(self.first_findings),
-            "llm_calls": sum(1 for c in self.calls if c.outcome != "cached"),
-            "cache_hits": sum(1 for c in self.calls if c.outcome == "cached"),
+            "usage": call_usage(self.calls),
         }
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from rubricflow.generation.contract import ranking_schema, read_ranking
 from rubricflow.generation.prompts import RANK_SYSTEM, rank_prompt
 from rubricflow.generation.session import JudgeOption, judge_scope
+from rubricflow.generation.usage import call_usage
 from rubricflow.llm.session import Question
 from rubricflow.model import Rubric
 from rubricflow.results import LLMCall
@@ -63,8 +64,7 @@ class GroupRanking:
                 {"index": c.index, "rank": c.rank, "reward": c.reward, "reasoning": c.reasoning}
                 for c in self.completions
             ],
-            "llm_calls": sum(1 for c in self.calls if c.outcome != "cached"),
-            "cache_hits": sum(1 for c in self.calls if c.outcome == "cached"),
+            "usage": call_usage(self.calls),
         }
 
 

@@ -97,6 +97,7 @@ def test_the_command_prints_the_draft_and_lint_and_writes_only_with_o(
     assert "id: refund_answer" in shown.stdout
     assert "fed back once" in shown.stderr and "weight_distribution" in shown.stderr
     assert "not written (pass -o FILE" in shown.stderr
+    assert "2 LLM calls, 200 input + 40 output tokens" in shown.stderr
     assert list(tmp_path.iterdir()) == []  # nothing written anywhere
     target = tmp_path / "drafts" / "refund.yaml"
     written = run("generate", "-t", "Answer about refunds.", "--llm", spec, "-o", str(target))

@@ -70,7 +70,7 @@ async def test_one_judge_call_ranks_the_group_with_evidence(server: ScriptedServ
     assert [c.rank for c in result.completions] == [3, 1, 2, 1]
     assert result.completions[1].reasoning == "completion 1 cites the window"
     assert len(server.requests) == 1  # one call for the group; the repeat came from the cache
-    assert again.rewards == result.rewards and again.to_dict()["cache_hits"] == 1
+    assert again.rewards == result.rewards and again.to_dict()["usage"]["cache_hits"] == 1
     sent = server.requests[0]
     assert sent.text.count("<completion index=") == 4 and "30 days" in sent.text
     schema = sent.json["response_format"]["json_schema"]["schema"]
