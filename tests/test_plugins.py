@@ -23,7 +23,16 @@ from rubricflow.engine import evaluate
 from rubricflow.plugins import BLOCK_ENV
 from rubricflow.scorers.base import result_from_value
 
-BUILTIN_FORMATS = {"native", "openrubricrl", "agentv", "rubric-pkg", "dataknobs", "rubricjudgespec"}
+BUILTIN_FORMATS = {
+    "native",
+    "openrubricrl",
+    "agentv",
+    "rubric-pkg",
+    "dataknobs",
+    "rubricjudgespec",
+    "rar",
+    "healthbench",
+}
 BUILTIN_FUNCTIONS = {
     "non_empty",
     "word_count_between",

@@ -1,4 +1,5 @@
-"""The built-in rubric formats: the native format and the five importers.
+"""The built-in rubric formats: the native format and the importers (the five
+source systems, Rubrics as Rewards datasets and HealthBench JSONL).
 
 A plain list, with no plugin machinery: the formats layer sits below the plugin manager.
 `rubricflow.builtin_formats` registers these through the `rubricflow_formats` hook, the
@@ -10,9 +11,11 @@ from __future__ import annotations
 from rubricflow.formats.agentv import AgentVFormat
 from rubricflow.formats.base import RubricFormat
 from rubricflow.formats.dataknobs import DataknobsFormat
+from rubricflow.formats.healthbench import HealthBenchFormat
 from rubricflow.formats.judgespec import RubricJudgeSpecFormat
 from rubricflow.formats.native import NativeFormat
 from rubricflow.formats.openrubricrl import OpenRubricRLFormat
+from rubricflow.formats.rar import RaRFormat
 from rubricflow.formats.rubric_pkg import RubricPackageFormat
 
 __all__ = ["builtin_formats"]
@@ -27,4 +30,6 @@ def builtin_formats() -> list[RubricFormat]:
         RubricPackageFormat(),
         DataknobsFormat(),
         RubricJudgeSpecFormat(),
+        RaRFormat(),
+        HealthBenchFormat(),
     ]

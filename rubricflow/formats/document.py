@@ -255,13 +255,20 @@ def _yaml_message(error: yaml.MarkedYAMLError) -> str:
 
 
 def parse_text(text: str, source: str, *, suffix: str = "") -> Any:
-    """Parse YAML or JSON text (JSON for `.json`, YAML otherwise; YAML accepts JSON too).
+    """Parse YAML or JSON text (JSON for `.json`, a list of one JSON value per non-blank
+    line for `.jsonl`, YAML otherwise; YAML accepts JSON too).
 
     Every failure is a `RubricLoadError` naming `source`, with line and column for syntax
     errors; documents nested deeper than `MAX_DEPTH` or expanding past `MAX_VALUES`
     through YAML aliases are refused.
     """
-    if suffix.lower() == ".json":
+    if suffix.lower() == ".jsonl":
+        document = [
+            parse_text(line, f"{source} line {number}", suffix=".json")
+            for number, line in enumerate(text.splitlines(), start=1)
+            if line.strip()
+        ]
+    elif suffix.lower() == ".json":
         try:
             document = json.loads(text, object_pairs_hook=_json_object(source))
         except json.JSONDecodeError as error:

@@ -340,6 +340,43 @@ tests:
         ),
     ),
 ]
+SOURCES += [
+    (
+        "rar.jsonl",
+        "rar",
+        2,
+        "\n".join(
+            json.dumps(row)
+            for row in [
+                {
+                    "question": "What causes scurvy?",
+                    "reference_answer": "Vitamin C deficiency.",
+                    "rubric": [
+                        {"title": "Vitamin C", "description": "Names vitamin C.", "weight": 5},
+                        {"title": "Myth", "description": "Blames sunlight.", "weight": -2},
+                    ],
+                },
+                {"rubric": [{"title": "Short", "description": "Is short.", "weight": 1}]},
+            ]
+        ),
+    ),
+    (
+        "healthbench.jsonl",
+        "healthbench",
+        1,
+        json.dumps(
+            {
+                "prompt": [{"role": "user", "content": "Fever of 39C in a child?"}],
+                "rubrics": [
+                    {"criterion": "Advises fluids", "points": 5, "tags": ["axis:completeness"]},
+                    {"criterion": "Recommends aspirin", "points": -8, "tags": []},
+                ],
+                "prompt_id": "hb-1",
+            }
+        )
+        + "\n",
+    ),
+]
 SOURCE_IDS = [name for name, *_ in SOURCES]
 
 
@@ -364,6 +401,8 @@ def test_sources_cover_every_format() -> None:
         "rubric-pkg",
         "dataknobs",
         "rubricjudgespec",
+        "rar",
+        "healthbench",
     }
 
 

@@ -74,6 +74,8 @@ def test_plugins_json_lists_the_builtins_and_what_they_add(cli: CliRunner) -> No
         "rubric-pkg",
         "dataknobs",
         "rubricjudgespec",
+        "rar",
+        "healthbench",
     ]
     for name in builtins:
         assert by_name[name]["distribution"] == "rubricflow"

@@ -23,7 +23,16 @@ from rubricflow.formats.loader import detect_format
 from rubricflow.plugins import PluginRegistry, create_plugin_manager
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "formats"
-FORMATS = ["native", "openrubricrl", "agentv", "rubric-pkg", "dataknobs", "rubricjudgespec"]
+FORMATS = [
+    "native",
+    "openrubricrl",
+    "agentv",
+    "rubric-pkg",
+    "dataknobs",
+    "rubricjudgespec",
+    "rar",
+    "healthbench",
+]
 CASES = [
     pytest.param(folder, path, id=f"{folder}/{path.name}")
     for folder in FORMATS
@@ -37,7 +46,7 @@ def registry() -> PluginRegistry:
     return create_plugin_manager(load_entry_points=False)
 
 
-def test_registry_lists_the_six_builtin_formats(registry: PluginRegistry) -> None:
+def test_registry_lists_the_builtin_formats(registry: PluginRegistry) -> None:
     assert sorted(registry.formats) == sorted(FORMATS)
     for name, fmt in registry.formats.items():
         assert fmt.name == name
@@ -138,7 +147,10 @@ def test_unknown_format_name_is_refused_naming_the_formats(registry: PluginRegis
     with pytest.raises(FormatDetectionError) as caught:
         load_document({"id": "r", "criteria": [{"id": "c"}]}, format="yaml", plugins=registry)
     assert "unknown format 'yaml'" in str(caught.value)
-    assert "known formats: agentv, dataknobs, native, openrubricrl, rubric-pkg" in str(caught.value)
+    assert (
+        "known formats: agentv, dataknobs, healthbench, native, openrubricrl, rar, rubric-pkg"
+        in str(caught.value)
+    )
 
 
 def test_a_crashing_detector_does_not_break_detection() -> None:

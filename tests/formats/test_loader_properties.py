@@ -348,6 +348,19 @@ dk_rubric = shaped(
 )
 dk_doc = st.one_of(dk_rubric, shaped({"rubrics": st.lists(dk_rubric, min_size=1, max_size=2)}))
 
+rar_item = shaped({"description": words, "weight": signed}, {"title": words})
+rar_items = st.lists(rar_item, min_size=1, max_size=4)
+rar_row = shaped({"rubric": rar_items}, {"question": words, "reference_answer": words, "id": ident})
+rar_doc = st.one_of(rar_items, rar_row, st.lists(rar_row, min_size=1, max_size=3))
+hb_item = shaped(
+    {"criterion": words, "points": st.integers(-10, 10)},
+    {"tags": st.lists(st.sampled_from(["axis:accuracy", "level:example"]), max_size=2)},
+)
+hb_row = shaped(
+    {"rubrics": st.lists(hb_item, min_size=1, max_size=4)},
+    {"prompt": st.just([{"role": "user", "content": "hi"}]), "prompt_id": ident},
+)
+hb_doc = st.one_of(hb_row, st.lists(hb_row, min_size=1, max_size=3))
 judge_doc = shaped(
     {
         "model_type": st.just("rubric_judge"),
@@ -399,6 +412,8 @@ SHAPES: dict[str, st.SearchStrategy[Any]] = {
     "rubric-pkg": pkg_doc,
     "dataknobs": dk_doc,
     "rubricjudgespec": judge_doc,
+    "rar": rar_doc,
+    "healthbench": hb_doc,
 }
 NEAR_MISS = {name: st.one_of(shape, mutated(shape)) for name, shape in SHAPES.items()}
 any_document = st.one_of(json_values, *NEAR_MISS.values())

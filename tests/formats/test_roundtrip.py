@@ -34,6 +34,8 @@ def test_fixtures_cover_every_format() -> None:
         "rubric-pkg",
         "dataknobs",
         "rubricjudgespec",
+        "rar",
+        "healthbench",
     }
 
 
