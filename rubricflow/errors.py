@@ -25,6 +25,7 @@ __all__ = [
     "PreconditionFailedError",
     "Problem",
     "ReviewError",
+    "RewardError",
     "RubricLoadError",
     "RubricValidationError",
     "RubricVersionConflictError",
@@ -106,6 +107,11 @@ class UnsafeImportError(RubricflowError):
 
 class ScoringError(RubricflowError):
     """A criterion cannot be scored as configured (unknown scorer, bad scorer options)."""
+
+
+class RewardError(ScoringError):
+    """A reward could not be worked out and the caller asked for failures to raise
+    (`on_failure="raise"`): the judge failed, or a per-prompt rubric could not be read."""
 
 
 class StoreError(RubricflowError):
