@@ -88,15 +88,21 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def document_changes(before: Any, after: Any) -> list[str]:
-    """Field paths added (+), removed (-) or changed (~) from `before` to `after`."""
+def document_changes(before: Any, after: Any, complete: Any = None) -> list[str]:
+    """Field paths added (+), removed (-) or changed (~) from `before` to `after`;
+    `complete` (the document with every default written out) tells a value left out
+    because it is the default from one that is gone."""
     old: dict[str, Any] = {}
     new: dict[str, Any] = {}
+    defaults: dict[str, Any] = {}
     _flatten(before, "", old)
     _flatten(after, "", new)
+    _flatten(complete, "", defaults)
     changes: list[str] = []
     for path in sorted(old.keys() | new.keys()):
-        if path not in new:
+        if path not in new and path in defaults and defaults[path] == old[path]:
+            changes.append(f"- {path} (was {_shown(old[path])}: the default, left out)")
+        elif path not in new:
             changes.append(f"- {path} (was {_shown(old[path])})")
         elif path not in old:
             changes.append(f"+ {path}: {_shown(new[path])}")
@@ -126,10 +132,13 @@ def migrate_file(
         base_dir=Path(path).resolve().parent,
         plugins=plugins,
     )
+    full = [r.model_dump(mode="json", by_alias=True) for r in loaded.rubrics]
     if len(loaded.rubrics) == 1:
         after: Any = loaded.rubrics[0].to_dict()
+        complete: Any = full[0]
     else:
         after = {"rubrics": [rubric.to_dict() for rubric in loaded.rubrics]}
+        complete = {"rubrics": full}
     before = document
     if isinstance(before, Mapping) and "$schema" in before:
         before = {k: v for k, v in before.items() if k != "$schema"}
@@ -137,6 +146,6 @@ def migrate_file(
         path=str(path),
         source_format=loaded.format,
         rubrics=loaded.rubrics,
-        changes=document_changes(before, after),
+        changes=document_changes(before, after, complete),
         warnings=list(loaded.warnings),
     )

@@ -44,7 +44,8 @@ def test_an_openrubricrl_file_is_upgraded_reported_and_written_only_with_o(
     assert "openrubricrl -> native@1" in text
     assert "+ id: 'answer_quality'" in text
     assert "+ criteria[0].scoring.method: 'llm_score'" in text
-    assert "- domain (was 'dialogue')" in text and "+ metadata.domain: 'dialogue'" in text
+    assert "- domain (was 'dialogue')\n" in text
+    assert "- scale.min (was 0: the default, left out)" in text and "+ metadata.domain: 'dialogue'" in text
     assert "not written (pass -o FILE" in shown.stderr
     assert set(tmp_path.iterdir()) == before
     target = tmp_path / "answer-quality.yaml"
@@ -70,8 +71,8 @@ def test_an_older_native_document_loses_what_the_current_format_leaves_out(
     )
     migration = migrate_file(source)
     assert migration.source_format == "native"
-    assert "- criteria[0].weight (was 1.0)" in migration.changes
-    assert "- pass_threshold (was 0.7)" in migration.changes
+    assert "- criteria[0].weight (was 1.0: the default, left out)" in migration.changes
+    assert "- pass_threshold (was 0.7: the default, left out)" in migration.changes
     output = tmp_path / "new.json"
     result = run("migrate", str(source), "-o", str(output), "--json")
     assert result.exit_code == 0
