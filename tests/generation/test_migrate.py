@@ -45,7 +45,10 @@ def test_an_openrubricrl_file_is_upgraded_reported_and_written_only_with_o(
     assert "+ id: 'answer_quality'" in text
     assert "+ criteria[0].scoring.method: 'llm_score'" in text
     assert "- domain (was 'dialogue')\n" in text
-    assert "- scale.min (was 0: the default, left out)" in text and "+ metadata.domain: 'dialogue'" in text
+    assert (
+        "- scale.min (was 0: the default, left out)" in text
+        and "+ metadata.domain: 'dialogue'" in text
+    )
     assert "not written (pass -o FILE" in shown.stderr
     assert set(tmp_path.iterdir()) == before
     target = tmp_path / "answer-quality.yaml"
