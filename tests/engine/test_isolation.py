@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from rubricflow import hookimpl
-from rubricflow.engine import isolation
+from rubricflow.engine import check_pool
 from rubricflow.engine.executor import evaluate
 from rubricflow.engine.isolation import (
     hold_check_pool,
@@ -104,7 +104,7 @@ async def responsively(work: Awaitable[Evaluation]) -> tuple[Evaluation, float, 
 
 
 def pool_pids() -> list[int]:
-    pool = isolation._pool
+    pool = check_pool._pool
     assert pool is not None
     return [p.popen.pid for p in [*pool._idle, *pool._busy]]
 
@@ -408,8 +408,8 @@ async def test_a_cancelled_evaluation_does_not_leave_its_check_spinning(
     spinning = asyncio.create_task(
         evaluate(rubric(check("spin", f"{POISON}:spins")), "x", allow_import=True)
     )
-    await until(lambda: isolation._pool is not None and isolation._pool._busy)
-    pool = isolation._pool
+    await until(lambda: check_pool._pool is not None and check_pool._pool._busy)
+    pool = check_pool._pool
     assert pool is not None
     (busy,) = pool._busy
     await until(lambda: busy.ready and busy.running()[0] > 0)  # it is scoring
@@ -428,7 +428,7 @@ async def test_the_pool_stops_with_its_last_holder_leaving_no_process() -> None:
     assert len(pids) == isolation_settings().workers
     hold.release()
     hold.release()  # harmless
-    assert isolation._pool is None
+    assert check_pool._pool is None
     assert all(gone(pid) for pid in pids)
 
 
