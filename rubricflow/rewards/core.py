@@ -1,0 +1,207 @@
+"""The reward engine every trainer shape shares: score a batch of completions against a
+rubric (one for the batch, or one per prompt) through the judge, and turn each evaluation
+into a reward.
+
+A complete evaluation's reward is its score (0..1, by the rubric's `score_formula`). An
+incomplete one (a judge that answered garbage, 429, 500 or timed out after its retries; a
+rubric cell that cannot be read) has no reward: `None`, with the reason logged on the
+`rubricflow.rewards` logger, never a guessed 0 and never an exception that ends a training
+step, unless `on_failure="raise"`. Identical (rubric, completion, judge) questions are
+answered from the judge cache, so a reward is reproducible from its stored evidence.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from rubricflow.engine.executor import evaluate_cases
+from rubricflow.errors import RewardError, RubricflowError
+from rubricflow.formats import load_rubric
+from rubricflow.model import Rubric, parse_rubric
+from rubricflow.results import Evaluation, Target
+from rubricflow.rewards.columns import RubricColumnCache, completion_text, prompt_text
+from rubricflow.rewards.holistic import holistic_rubric
+
+__all__ = [
+    "Aggregation",
+    "OnFailure",
+    "RewardOutcome",
+    "RubricReward",
+    "as_rubric",
+    "criterion_means",
+]
+
+logger = logging.getLogger("rubricflow.rewards")
+
+Aggregation = Literal["explicit", "implicit"]
+OnFailure = Literal["none", "raise"]
+DEFAULT_CONCURRENCY = 32
+
+
+@dataclass(frozen=True)
+class RewardOutcome:
+    """One completion's reward (None when the evaluation is incomplete), the evaluation
+    behind it (its evidence), and why there is no reward when there is none."""
+
+    reward: float | None
+    evaluation: Evaluation | None = None
+    reason: str | None = None
+
+
+def as_rubric(rubric: Rubric | str | Path | Mapping[str, Any]) -> Rubric:
+    """A rubric from a `Rubric`, a rubric file (any supported format) or a native mapping."""
+    if isinstance(rubric, Rubric):
+        return rubric
+    if isinstance(rubric, Mapping):
+        return parse_rubric(dict(rubric))
+    return load_rubric(rubric)
+
+
+def _why(evaluation: Evaluation) -> str:
+    unscored = [r for r in evaluation.criteria if r.status != "scored"]
+    parts = [f"{r.criterion_id}: {r.status} ({r.notes or 'no reason given'})" for r in unscored]
+    return "incomplete evaluation; " + ("; ".join(parts) or "nothing was scored")
+
+
+class RubricReward:
+    """Rewards for completions, judged against a rubric.
+
+    - `rubric`: the batch's rubric (a `Rubric`, a file path, a native mapping); optional
+      when every prompt brings its own in a `rubric` column.
+    - `judge`: the LLM spec (`openai:gpt-4o-mini`, `ollama:qwen2.5@http://...`), a provider
+      or an async callable `(system, user) -> str`; None reads `RUBRICFLOW_LLM`.
+    - `judge_settings`: provider settings (`max_concurrency`, `timeout`, `max_attempts`...).
+    - `cache`: the judge cache (`"default"`: the user's cache file; a path; a `JudgeCache`;
+      None or False for none).
+    - `aggregation`: `explicit` (a verdict per item, combined by the rubric's formula) or
+      `implicit` (one holistic judge call over every item).
+    - `concurrency`: completions evaluated at once.
+    - `on_failure`: `none` (the default: None for that completion, reason logged) or
+      `raise` (`RewardError`).
+    """
+
+    def __init__(
+        self,
+        rubric: Rubric | str | Path | Mapping[str, Any] | None = None,
+        *,
+        judge: Any = None,
+        judge_settings: Mapping[str, Any] | None = None,
+        cache: Any = "default",
+        aggregation: Aggregation = "explicit",
+        concurrency: int = DEFAULT_CONCURRENCY,
+        on_failure: OnFailure = "none",
+        rubric_cache: RubricColumnCache | None = None,
+    ) -> None:
+        if aggregation not in ("explicit", "implicit"):
+            raise RewardError(
+                f"aggregation {aggregation!r} is not known; use 'explicit' or 'implicit'"
+            )
+        if on_failure not in ("none", "raise"):
+            raise RewardError(f"on_failure {on_failure!r} is not known; use 'none' or 'raise'")
+        self.rubric = None if rubric is None else as_rubric(rubric)
+        self.judge = judge
+        self.judge_settings = dict(judge_settings or {})
+        self.cache = cache
+        self.aggregation = aggregation
+        self.concurrency = concurrency
+        self.on_failure = on_failure
+        self.rubrics = rubric_cache or RubricColumnCache()
+
+    def _options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {"llm": self.judge, "llm_cache": self.cache}
+        if self.judge_settings:
+            options["llm_settings"] = self.judge_settings
+        return options
+
+    def _rubric_for(self, cell: Any, index: int) -> Rubric:
+        if cell is None:
+            if self.rubric is None:
+                raise RewardError(
+                    f"completion {index} has no rubric: give RubricReward a rubric or the "
+                    "dataset a `rubric` column"
+                )
+            rubric = self.rubric
+        else:
+            rubric = self.rubrics.rubric(cell)
+        return holistic_rubric(rubric) if self.aggregation == "implicit" else rubric
+
+    def _fail(self, index: int, reason: str) -> RewardOutcome:
+        if self.on_failure == "raise":
+            raise RewardError(f"completion {index}: {reason}")
+        logger.warning("no reward for completion %d: %s", index, reason)
+        return RewardOutcome(None, None, reason)
+
+    async def score(
+        self,
+        prompts: Sequence[Any] | None,
+        completions: Sequence[Any],
+        *,
+        references: Sequence[Any] | None = None,
+        rubrics: Sequence[Any] | None = None,
+    ) -> list[RewardOutcome]:
+        """One outcome per completion, in order."""
+        count = len(completions)
+        for name, column in (
+            ("prompts", prompts),
+            ("references", references),
+            ("rubrics", rubrics),
+        ):
+            if column is not None and len(column) != count:
+                raise RewardError(
+                    f"{name} has {len(column)} entries for {count} completions; "
+                    "give one per completion"
+                )
+        outcomes: list[RewardOutcome | None] = [None] * count
+        cases: list[tuple[Rubric, Target]] = []
+        indices: list[int] = []
+        for index, completion in enumerate(completions):
+            try:
+                rubric = self._rubric_for(None if rubrics is None else rubrics[index], index)
+            except RewardError:
+                raise
+            except RubricflowError as error:
+                outcomes[index] = self._fail(index, f"its rubric cannot be read: {error}")
+                continue
+            reference = None if references is None else references[index]
+            target = Target(
+                content=completion_text(completion),
+                query=None if prompts is None else prompt_text(prompts[index]),
+                reference=None if reference is None else completion_text(reference),
+            )
+            cases.append((rubric, target))
+            indices.append(index)
+        if cases:
+            stream = evaluate_cases(
+                cases, target_concurrency=self.concurrency, options=self._options()
+            )
+            position = 0
+            async for evaluation in stream:
+                index = indices[position]
+                position += 1
+                if evaluation.verdict == "incomplete":
+                    failed = self._fail(index, _why(evaluation))
+                    outcomes[index] = RewardOutcome(None, evaluation, failed.reason)
+                else:
+                    outcomes[index] = RewardOutcome(evaluation.score, evaluation)
+        return [outcome or RewardOutcome(None) for outcome in outcomes]
+
+
+def criterion_means(outcomes: Sequence[RewardOutcome]) -> dict[str, float]:
+    """The mean score of each criterion over the outcomes that scored it, keyed
+    `rubricflow/<criterion id>`; and the share of completions without a reward."""
+    sums: dict[str, list[float]] = {}
+    for outcome in outcomes:
+        if outcome.evaluation is None:
+            continue
+        for result in outcome.evaluation.criteria:
+            if result.status == "scored" and result.score is not None:
+                sums.setdefault(result.criterion_id, []).append(result.score)
+    means = {f"rubricflow/{cid}": sum(v) / len(v) for cid, v in sorted(sums.items())}
+    if outcomes:
+        missing = sum(1 for o in outcomes if o.reward is None)
+        means["rubricflow/incomplete"] = missing / len(outcomes)
+    return means
