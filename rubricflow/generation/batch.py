@@ -50,6 +50,14 @@ def _text(row: dict[str, Any], keys: tuple[str, ...]) -> str | None:
     return None
 
 
+def _examples(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return [e if isinstance(e, str) else json.dumps(e, ensure_ascii=False) for e in value]
+    return [str(value)]
+
+
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """The rows of a JSONL dataset; a bad line is an error naming it."""
     rows: list[dict[str, Any]] = []
@@ -106,6 +114,7 @@ async def generate_batch(
     gate = asyncio.Semaphore(concurrency)
     output.parent.mkdir(parents=True, exist_ok=True)
     async with judge_scope(judge, cache) as session:
+        session.provider_now()  # fail once, before any row, when no judge can be made
         with output.open("a", encoding="utf-8") as sink:
 
             async def one(number: int) -> None:
@@ -118,7 +127,7 @@ async def generate_batch(
                         draft = await generate_rubric(
                             task=_text(row, _PROMPT_KEYS),
                             reference=_text(row, _REFERENCE_KEYS),
-                            examples=[str(e) for e in row.get("examples") or []],
+                            examples=_examples(row.get("examples")),
                             judge=session,
                             rubric_id=rubric_id,
                             revise=revise,

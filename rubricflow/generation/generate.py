@@ -144,6 +144,7 @@ async def generate_rubric(
         )
     calls: list[LLMCall] = []
     async with judge_scope(judge, cache) as session:
+        session.provider_now()  # no judge configured is a usage error, not a bad draft
         user = draft_prompt(task, reference, list(examples), _criteria_hint(criteria))
         rubric: Rubric = await _ask(session, user, rubric_id, calls)
         meta, warnings = assess_rubric(rubric), lint_rubric(rubric)

@@ -118,3 +118,6 @@ def test_a_draft_that_keeps_lint_findings_exits_1(server: ScriptedServer, tmp_pa
     assert "Refunds within 30 days." in server.requests[0].text
     garbage = run("generate", "-t", "x", "--llm", "nope:x")
     assert garbage.exit_code == 2 and "unknown LLM provider" in garbage.output
+    assert "no usable rubric draft" not in garbage.output  # a usage error, not a bad draft
+    unset = run("generate", "-t", "x")
+    assert unset.exit_code == 2 and "RUBRICFLOW_LLM" in unset.output
