@@ -94,6 +94,26 @@ def _hash(*parts: str) -> str:
     return digest.hexdigest()
 
 
+def _as_draft(rubric: Rubric) -> dict[str, Any]:
+    """`rubric` in the shape the judge answers in (`DRAFT_SCHEMA`), to send it back."""
+    return {
+        "id": rubric.id,
+        "name": rubric.name,
+        "description": rubric.description,
+        "pass_threshold": rubric.pass_threshold,
+        "criteria": [
+            {
+                "id": c.id,
+                "name": c.name,
+                "description": c.description,
+                "weight": c.weight,
+                "required": c.required,
+            }
+            for c in rubric.criteria
+        ],
+    }
+
+
 def _criteria_hint(criteria: tuple[int, int]) -> str:
     low, high = criteria
     return f"Write {low} to {high} criteria."
@@ -151,8 +171,7 @@ async def generate_rubric(
         first = lint_findings(meta, warnings)
         if not first or not revise:
             return GeneratedRubric(rubric, meta, warnings, False, first, calls)
-        draft = rubric.to_dict()
-        again = user + "\n\n" + revision_prompt(draft, first)
+        again = user + "\n\n" + revision_prompt(_as_draft(rubric), first)
         revised: Rubric = await _ask(session, again, rubric_id, calls)
         meta, warnings = assess_rubric(revised), lint_rubric(revised)
         return GeneratedRubric(revised, meta, warnings, True, first, calls)
