@@ -24,8 +24,9 @@ def content_of(request: Recorded) -> str:
 def keyword_judge(request: Recorded) -> Reply:
     text = request.text
     content = content_of(request)
+    question = str(request.messages[-1].get("content", "")) if request.messages else ""
     if "score" in (schema_of(request) or {}).get("properties", {}):
-        items = ITEM.findall(text)
+        items = ITEM.findall(text) or re.findall(r"mentions (\w+)", question.split("<content>")[0])
         share = sum(1 for w in items if w.lower() in content) / max(len(items), 1)
         return openai_reply({"reasoning": "holistic", "score": round(10 * share)})
     found = REQUIREMENT.search(text)
