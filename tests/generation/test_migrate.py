@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
 from rubricflow.formats.loader import load_file
@@ -96,3 +99,56 @@ def test_unknown_targets_and_broken_files_are_user_errors(tmp_path: Path) -> Non
     broken.write_text("id: r\ncriteria: [{id: a, weight: heavy}]\n", encoding="utf-8")
     failed = run("migrate", str(broken))
     assert failed.exit_code == 1 and "criteria[0].weight" in failed.output
+
+
+FIXTURES = [HealthCheck.function_scoped_fixture]  # tmp_path is reused: each file is rewritten
+_texts = st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=20)
+_ids = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True)
+_criteria = st.lists(
+    st.fixed_dictionaries(
+        {"id": _ids},
+        optional={
+            "weight": st.sampled_from([1.0, 0.5, 0.25, -0.5, 2]),
+            "required": st.booleans(),
+            "description": _texts,
+            "scoring": st.sampled_from([{"method": "llm"}, {"method": "llm_verdict"}]),
+        },
+    ),
+    min_size=1,
+    max_size=4,
+    unique_by=lambda c: c["id"],
+)
+_native = st.fixed_dictionaries(
+    {"id": _ids, "criteria": _criteria},
+    optional={
+        "version": st.sampled_from(["1.0.0", "2.0.0"]),
+        "pass_threshold": st.sampled_from([0.7, 0.5, 1.0]),
+        "description": _texts,
+        "unscored_policy": st.sampled_from(["fail_closed", "exclude"]),
+    },
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=FIXTURES)
+@given(document=_native)
+def test_migrating_a_native_document_round_trips(tmp_path: Path, document: dict[str, Any]) -> None:
+    source = tmp_path / "in.json"
+    source.write_text(json.dumps(document), encoding="utf-8")
+    migration = migrate_file(source)
+    target = tmp_path / "out.yaml"
+    target.write_text(migration.text(), encoding="utf-8")
+    assert load_file(target).rubrics == load_file(source).rubrics == migration.rubrics
+    assert migrate_file(target).changes == []  # a migrated file is current
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=FIXTURES)
+@given(document=st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                             lambda inner: st.lists(inner, max_size=3)
+                             | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+                             max_leaves=12))  # fmt: skip
+def test_migrate_never_fails_internally(tmp_path: Path, document: Any) -> None:
+    source = tmp_path / "any.json"
+    source.write_text(json.dumps(document), encoding="utf-8")
+    result = run("migrate", str(source))
+    assert result.exit_code in (0, 1, 2), result.output
+    assert "internal error" not in result.output and "Traceback" not in result.output
