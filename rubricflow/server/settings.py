@@ -54,6 +54,9 @@ class ServerSettings:
     max_evaluate_targets: int = 1000
     #: targets one scoring request evaluates at once
     evaluate_concurrency: int = 8
+    #: the registered rubric (`id` or `id@version`) `POST /get_reward` scores with when
+    #: the request names none (`?rubric=`)
+    reward_rubric: str | None = None
     #: seconds a review the embedded worker claims stays its own (a killed server's
     #: reviews are taken over by another worker after it)
     lease_seconds: float = 300.0

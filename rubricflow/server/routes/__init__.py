@@ -15,6 +15,7 @@ def routers() -> list[APIRouter]:
         health,
         live,
         openrubricrl,
+        rewards,
         rubrics,
         runs,
         tokens,
@@ -34,5 +35,6 @@ def routers() -> list[APIRouter]:
         runs.router,
         evaluate.router,
         openrubricrl.router,
+        rewards.router,
         ui_router(),  # the dashboard, under /ui (rubricflow.server.ui)
     ]
