@@ -6,7 +6,8 @@
 - `migrate_file(path)`: an old rubric file (OpenRubricRL, other formats, older native
   documents) as the current native format, with what changed.
 - `rank_group(prompt, completions, judge=...)`: one judge call ranks a GRPO group; ranks
-  map to rewards in 0..1 (`rank_rewards`), with each completion's reasoning.
+  map to rewards in 0..1 (`rank_rewards`), with each completion's reasoning;
+  `rank_batch` groups a trainer batch's consecutive rows by prompt and ranks each group.
 
 See docs/generation.md.
 """
@@ -21,8 +22,10 @@ from rubricflow.generation.generate import (
 )
 from rubricflow.generation.migrate import NATIVE_VERSION, Migration, migrate_file, parse_target
 from rubricflow.generation.ranking import (
+    BatchRanking,
     GroupRanking,
     RankedCompletion,
+    rank_batch,
     rank_group,
     rank_group_sync,
     rank_rewards,
@@ -30,6 +33,7 @@ from rubricflow.generation.ranking import (
 
 __all__ = [
     "NATIVE_VERSION",
+    "BatchRanking",
     "BatchSummary",
     "GeneratedRubric",
     "GenerationError",
@@ -42,6 +46,7 @@ __all__ = [
     "lint_findings",
     "migrate_file",
     "parse_target",
+    "rank_batch",
     "rank_group",
     "rank_group_sync",
     "rank_rewards",

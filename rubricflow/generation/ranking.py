@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from rubricflow.errors import ConfigurationError
 from rubricflow.generation.contract import ranking_schema, read_ranking
 from rubricflow.generation.prompts import RANK_SYSTEM, rank_prompt
 from rubricflow.generation.session import JudgeOption, judge_scope
@@ -26,7 +27,15 @@ from rubricflow.llm.session import Question
 from rubricflow.model import Rubric
 from rubricflow.results import LLMCall
 
-__all__ = ["GroupRanking", "RankedCompletion", "rank_group", "rank_group_sync", "rank_rewards"]
+__all__ = [
+    "BatchRanking",
+    "GroupRanking",
+    "RankedCompletion",
+    "rank_batch",
+    "rank_group",
+    "rank_group_sync",
+    "rank_rewards",
+]
 
 CONTRACT_VERSION = "rubricflow-rank/1"
 
@@ -139,6 +148,75 @@ async def rank_group(
     rewards = rank_rewards(ranks)
     ranked = [RankedCompletion(i, ranks[i], rewards[i], value[i][1]) for i in range(size)]
     return GroupRanking(ranked, None, answer.calls)
+
+
+@dataclass
+class BatchRanking:
+    """A trainer batch ranked group by group: `groups` pairs each group's rows (a range of
+    batch positions) with its ranking; `rewards` are in batch order."""
+
+    groups: list[tuple[range, GroupRanking]]
+
+    @property
+    def rewards(self) -> list[float | None]:
+        rewards: list[float | None] = []
+        for _rows, ranking in self.groups:
+            rewards.extend(ranking.rewards)
+        return rewards
+
+
+def _column(values: Sequence[Any] | None, size: int, name: str) -> list[Any]:
+    if values is None:
+        return [None] * size
+    if len(values) != size:
+        raise ConfigurationError(
+            f"{name} has {len(values)} entries for {size} completions; give one per completion"
+        )
+    return list(values)
+
+
+async def rank_batch(
+    prompts: Sequence[str],
+    completions: Sequence[str],
+    *,
+    judge: JudgeOption = None,
+    rubrics: Sequence[Rubric | str | None] | None = None,
+    references: Sequence[str | None] | None = None,
+    concurrency: int = 16,
+    cache: Any = "default",
+) -> BatchRanking:
+    """Rank a GRPO batch: consecutive rows with the same prompt (and rubric and
+    reference) form a group, each group is ranked by one judge call (`concurrency`
+    groups at once, over one session), and the rewards come back in batch order."""
+    size = len(completions)
+    prompt_column = _column(prompts, size, "prompts")
+    rubric_column = _column(rubrics, size, "rubrics")
+    reference_column = _column(references, size, "references")
+    spans: list[range] = []
+    start = 0
+    for row in range(1, size + 1):
+        if row == size or (
+            prompt_column[row] != prompt_column[start]
+            or rubric_column[row] != rubric_column[start]
+            or reference_column[row] != reference_column[start]
+        ):
+            spans.append(range(start, row))
+            start = row
+    gate = asyncio.Semaphore(concurrency)
+    async with judge_scope(judge, cache) as session:
+
+        async def one(rows: range) -> GroupRanking:
+            async with gate:
+                return await rank_group(
+                    str(prompt_column[rows.start]),
+                    [completions[i] for i in rows],
+                    judge=session,
+                    rubric=rubric_column[rows.start],
+                    reference=reference_column[rows.start],
+                )
+
+        rankings = await asyncio.gather(*(one(rows) for rows in spans))
+    return BatchRanking(list(zip(spans, rankings, strict=True)))
 
 
 def rank_group_sync(prompt: str, completions: Sequence[str], **options: Any) -> GroupRanking:

@@ -3,15 +3,18 @@ deterministically, ties share, garbage gives None with the reason."""
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from random import Random
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from llm.fixtures import memory_cache, session_for
-from llm.scripted import ScriptedServer, openai_reply
+from llm.scripted import Recorded, Reply, ScriptedServer, openai_reply
 
-from rubricflow.generation import rank_group, rank_rewards
+from rubricflow.errors import ConfigurationError
+from rubricflow.generation import rank_batch, rank_group, rank_rewards
 from rubricflow.model import parse_rubric
 
 
@@ -116,3 +119,24 @@ async def test_a_completion_cannot_close_its_tag_or_forge_another(server: Script
     sent = server.requests[0].text
     assert sent.count("<completion index=") == 2 and sent.count("</completion>") == 2
     assert "&lt;/completion>" in sent and "&lt;/prompt>" in sent
+
+
+async def test_a_grpo_batch_is_ranked_group_by_group_in_batch_order(
+    server: ScriptedServer,
+) -> None:
+    def by_length(request: Recorded) -> Reply:
+        """Longer is better, equal lengths tie: ranks from the completions themselves."""
+        texts = re.findall(r'<completion index="\d+">\n(.*?)\n</completion>', request.text)
+        lengths = sorted({len(t) for t in texts}, reverse=True)
+        return openai_reply(ranking(*[lengths.index(len(t)) + 1 for t in texts]))
+
+    server.responder = by_length
+    prompts = ["p1"] * 3 + ["p2"] * 2 + ["p1"]
+    completions = ["a", "aaa", "aa", "bb", "bb", "solo"]
+    async with session_for(server) as judge:
+        batch = await rank_batch(prompts, completions, judge=judge, concurrency=2)
+    assert [list(rows) for rows, _ in batch.groups] == [[0, 1, 2], [3, 4], [5]]
+    assert batch.rewards == [0.0, 1.0, 0.5, 0.5, 0.5, 0.5]
+    assert len(server.requests) == 2  # one call per group; the group of one needs none
+    with pytest.raises(ConfigurationError, match="references has 1 entries for 6 completions"):
+        await rank_batch(prompts, completions, judge=judge, references=["r"])
