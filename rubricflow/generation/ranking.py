@@ -107,6 +107,16 @@ def _standard(rubric: Rubric | str | None) -> str | None:
     return "\n".join(lines)
 
 
+def _shown_order(texts: Sequence[str]) -> list[int]:
+    """A permutation of the completions fixed by their content (and position, so equal
+    texts still get distinct slots)."""
+
+    def key(index: int) -> str:
+        return hashlib.sha256(f"{index}\0{texts[index]}".encode()).hexdigest()
+
+    return sorted(range(len(texts)), key=key)
+
+
 async def rank_group(
     prompt: str,
     completions: Sequence[str],
@@ -114,19 +124,24 @@ async def rank_group(
     judge: JudgeOption = None,
     rubric: Rubric | str | None = None,
     reference: str | None = None,
+    shuffle: bool = False,
     cache: Any = "default",
 ) -> GroupRanking:
     """Rank `completions` (all answers to `prompt`) with one judge call and map the ranks
     to rewards. `rubric` (a `Rubric` or plain text) is the standard they are compared
-    against; `reference` a reference answer. Never raises for a judge failure: the
-    ranking's `error` says why and every reward is None."""
+    against; `reference` a reference answer. `shuffle` shows the judge the completions
+    in an order fixed by their content (against a judge's position bias: the sampler's
+    order no longer decides who comes first; the same group is shown the same way, so
+    the cache still answers a repeat). Never raises for a judge failure: the ranking's
+    `error` says why and every reward is None."""
     texts = [str(c) for c in completions]
     if not texts:
         return GroupRanking([])
     if len(texts) == 1:
         return GroupRanking([RankedCompletion(0, 1, 0.5, "a group of one: nothing to compare")])
-    user = rank_prompt(prompt, texts, reference, _standard(rubric))
     size = len(texts)
+    order = _shown_order(texts) if shuffle else list(range(size))  # shown slot -> index
+    user = rank_prompt(prompt, [texts[i] for i in order], reference, _standard(rubric))
     question = Question(
         user=user,
         system=RANK_SYSTEM,
@@ -143,7 +158,8 @@ async def rank_group(
         return GroupRanking(
             [RankedCompletion(i, None, None, "") for i in range(size)], reason, answer.calls
         )
-    value: dict[int, tuple[int, str]] = answer.value
+    shown: dict[int, tuple[int, str]] = answer.value
+    value = {order[slot]: entry for slot, entry in shown.items()}
     ranks = [value[i][0] for i in range(size)]
     rewards = rank_rewards(ranks)
     ranked = [RankedCompletion(i, ranks[i], rewards[i], value[i][1]) for i in range(size)]
@@ -183,6 +199,7 @@ async def rank_batch(
     rubrics: Sequence[Rubric | str | None] | None = None,
     references: Sequence[str | None] | None = None,
     concurrency: int = 16,
+    shuffle: bool = False,
     cache: Any = "default",
 ) -> BatchRanking:
     """Rank a GRPO batch: consecutive rows with the same prompt (and rubric and
@@ -213,6 +230,7 @@ async def rank_batch(
                     judge=session,
                     rubric=rubric_column[rows.start],
                     reference=reference_column[rows.start],
+                    shuffle=shuffle,
                 )
 
         rankings = await asyncio.gather(*(one(rows) for rows in spans))

@@ -140,3 +140,24 @@ async def test_a_grpo_batch_is_ranked_group_by_group_in_batch_order(
     assert len(server.requests) == 2  # one call per group; the group of one needs none
     with pytest.raises(ConfigurationError, match="references has 1 entries for 6 completions"):
         await rank_batch(prompts, completions, judge=judge, references=["r"])
+
+
+async def test_shuffled_groups_are_shown_in_a_content_order_and_mapped_back(
+    server: ScriptedServer,
+) -> None:
+    def by_length(request: Recorded) -> Reply:
+        texts = re.findall(r'<completion index="\d+">\n(.*?)\n</completion>', request.text)
+        lengths = sorted({len(t) for t in texts}, reverse=True)
+        return openai_reply(ranking(*[lengths.index(len(t)) + 1 for t in texts]))
+
+    server.responder = by_length
+    completions = ["a", "aaaaa", "aa", "aaaa", "aaa"]
+    async with session_for(server) as judge:
+        plain = await rank_group("p", completions, judge=judge)
+        shuffled = await rank_group("p", completions, judge=judge, shuffle=True)
+        again = await rank_group("p", completions, judge=judge, shuffle=True)
+    assert shuffled.rewards == plain.rewards == again.rewards == [0.0, 1.0, 0.25, 0.75, 0.5]
+    assert [c.rank for c in shuffled.completions] == [5, 1, 4, 2, 3]
+    shown = [re.findall(r'">\n(.*?)\n</completion>', r.text) for r in server.requests]
+    assert shown[0] == completions and sorted(shown[1]) == sorted(completions)
+    assert shown[1] != completions and shown[2] == shown[1]  # fixed by content
