@@ -64,15 +64,27 @@ def _print_lint(draft: GeneratedRubric) -> None:
 def generate_command(
     task: Annotated[
         str | None,
-        typer.Option("--task", "-t", help="The task description (or @FILE to read it)."),
+        typer.Option(
+            "--task", "-t", metavar="TEXT|@FILE", help="The task description (or @FILE to read it)."
+        ),
     ] = None,
     reference: Annotated[
         str | None,
-        typer.Option("--reference", "-r", help="A reference answer (or @FILE to read it)."),
+        typer.Option(
+            "--reference",
+            "-r",
+            metavar="TEXT|@FILE",
+            help="A reference answer (or @FILE to read it).",
+        ),
     ] = None,
     example: Annotated[
         list[str] | None,
-        typer.Option("--example", "-e", help="An example output (or @FILE); repeatable."),
+        typer.Option(
+            "--example",
+            "-e",
+            metavar="TEXT|@FILE",
+            help="An example output (or @FILE); repeatable.",
+        ),
     ] = None,
     dataset: Annotated[
         Path | None,
@@ -89,7 +101,8 @@ def generate_command(
         ),
     ] = None,
     rubric_id: Annotated[
-        str | None, typer.Option("--id", help="The draft's rubric id (default: the judge's).")
+        str | None,
+        typer.Option("--id", metavar="ID", help="The draft's rubric id (default: the judge's)."),
     ] = None,
     no_revise: Annotated[
         bool, typer.Option("--no-revise", help="Do not feed the lint back for a revision.")
