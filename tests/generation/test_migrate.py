@@ -141,7 +141,7 @@ def test_migrating_a_native_document_round_trips(tmp_path: Path, document: dict[
     assert migrate_file(target).changes == []  # a migrated file is current
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=FIXTURES)
+@settings(max_examples=20, deadline=None, suppress_health_check=FIXTURES)
 @given(document=st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
                              lambda inner: st.lists(inner, max_size=3)
                              | st.dictionaries(st.text(max_size=8), inner, max_size=3),
