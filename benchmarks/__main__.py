@@ -27,6 +27,7 @@ from benchmarks import (
     http_webhooks,
     judge_concurrency,
     live_status,
+    rewards,
     rubric_pkg,
     scaleout,
     store_throughput,
@@ -50,6 +51,8 @@ WORKLOADS: dict[str, Runner] = {
     "http-gate": lambda a: http_gate.run(quick=a.quick),
     "http-scaleout": lambda a: http_scaleout.run(quick=a.quick),
     "http-webhooks": lambda a: http_webhooks.run(quick=a.quick),
+    "rewards": lambda a: rewards.run(quick=a.quick),
+    "rewards-per-prompt": lambda a: rewards.run_per_prompt(quick=a.quick),
 }
 
 # (workload, issue item, figure key, the bar as text, the test of the bar)
@@ -86,6 +89,17 @@ BARS: list[tuple[str, str, str, str, Callable[[Any], bool]]] = [
     # a decision reaches a local webhook receiver through the server's deliverer
     ("http-webhooks", "17.p3", "webhook_p99_ms (target < 1000)", "< 1000 ms", lambda v: v < 1000),
     ("http-webhooks", "17.p3", "missed_deliveries (bar 0)", "0", lambda v: v == 0),
+    # issue 19: rewards through the TRL-shaped callable from synchronous code
+    ("rewards", "19.p1", "ratio (bar >= 0.9)", ">= 0.90", lambda v: v >= 0.9),
+    ("rewards", "19.p2", "second_pass_judge_calls (bar 0)", "0", lambda v: v == 0),
+    ("rewards", "19.p2", "second / first (bar <= 0.10)", "<= 0.10", lambda v: v <= 0.10),
+    (
+        "rewards-per-prompt",
+        "19.p3",
+        "per-prompt / shared (bar <= 1.1)",
+        "<= 1.1",
+        lambda v: v <= 1.1,
+    ),
     # issue 5: storing an evaluation must not dominate the cost of making it
     ("store", "5", "sqlite_store_cost / evaluate_cost", "<= 1.0", lambda v: v <= 1.0),
     ("store", "5", "postgresql_store_cost / evaluate_cost", "<= 1.0", lambda v: v <= 1.0),

@@ -160,3 +160,14 @@ def test_the_checks_workload_times_every_built_in_check(tmp_path: Path) -> None:
     assert checks["slowest_1mb_s"] > 0
     shown = {row["figure"]: row for row in results["bars"] if row["workload"] == "checks"}
     assert shown["max 1mb / 100kb (bar <= 12)"]["issue_item"] == "16.6"
+
+
+def test_the_reward_workloads_report_their_figures(tmp_path: Path) -> None:
+    results = _bench(tmp_path, "rewards", "rewards-per-prompt", "--quick")
+    first = results["rewards"]
+    assert first["first_pass_judge_calls"] == first["judgments"] == 320
+    assert first["second_pass_judge_calls (bar 0)"] == 0 and first["same_rewards"] is True
+    assert first["judgments_per_s"] > 0
+    own = results["rewards-per-prompt"]
+    assert own["rubrics_parsed"] == own["completions"] and own["all_rewarded"] is True
+    assert own["per-prompt / shared (bar <= 1.1)"] > 0
