@@ -163,7 +163,7 @@ class RubricReward:
                 rubric = self._rubric_for(None if rubrics is None else rubrics[index], index)
             except RewardError:
                 raise
-            except RubricflowError as error:
+            except (RubricflowError, TypeError, ValueError) as error:
                 outcomes[index] = self._fail(index, f"its rubric cannot be read: {error}")
                 continue
             reference = None if references is None else references[index]
@@ -179,14 +179,23 @@ class RubricReward:
                 cases, target_concurrency=self.concurrency, options=self._options()
             )
             position = 0
-            async for evaluation in stream:
-                index = indices[position]
-                position += 1
-                if evaluation.verdict == "incomplete":
-                    failed = self._fail(index, _why(evaluation))
-                    outcomes[index] = RewardOutcome(None, evaluation, failed.reason)
-                else:
-                    outcomes[index] = RewardOutcome(evaluation.score, evaluation)
+            try:
+                async for evaluation in stream:
+                    index = indices[position]
+                    position += 1
+                    if evaluation.verdict == "incomplete":
+                        failed = self._fail(index, _why(evaluation))
+                        outcomes[index] = RewardOutcome(None, evaluation, failed.reason)
+                    else:
+                        outcomes[index] = RewardOutcome(evaluation.score, evaluation)
+            except RewardError:
+                raise
+            except Exception as error:  # never end a training step: the rest get None
+                reason = f"the evaluation stopped: {type(error).__name__}: {error}"
+                if self.on_failure == "raise":
+                    raise RewardError(reason) from error
+                for index in indices[position:]:
+                    outcomes[index] = self._fail(index, reason)
         return [outcome or RewardOutcome(None) for outcome in outcomes]
 
 

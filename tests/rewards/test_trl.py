@@ -191,3 +191,17 @@ def test_a_batch_without_any_rubric_is_a_configuration_error() -> None:
     reward = trl_reward(judge="openai:judge@http://127.0.0.1:9/v1", cache=None)
     with pytest.raises(RewardError, match="no rubric"):
         trl_call(reward, ["q"], ["x"])
+
+
+def test_an_unreadable_rubric_cell_gives_none_for_its_completion_only(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    good = [{"requirement": "mentions paris", "weight": 1}]
+    with ScriptedServer(keyword_judge) as server:
+        reward = trl_reward(judge=spec(server), cache=None)
+        with caplog.at_level(logging.WARNING, logger="rubricflow.rewards"):
+            rewards, _ = trl_call(
+                reward, ["q"] * 3, ["Paris"] * 3, rubric=[good, "criteria: [", {"x": 1}]
+            )
+    assert rewards == [1.0, None, None]
+    assert sum("rubric cannot be read" in m for m in caplog.messages) == 2
