@@ -23,10 +23,15 @@ __all__ = ["TRLReward", "trl_reward"]
 
 
 def _report(outcomes: list[RewardOutcome], kwargs: Mapping[str, Any]) -> None:
+    """Per-criterion means through TRL's `log_metric(name, value)`, and why a completion
+    has no reward as a completions-table column through `log_extra(column, values)`."""
     log_metric = kwargs.get("log_metric")
     if callable(log_metric):
         for name, value in criterion_means(outcomes).items():
             log_metric(name, value)
+    log_extra = kwargs.get("log_extra")
+    if callable(log_extra) and any(outcome.reason for outcome in outcomes):
+        log_extra("rubricflow_no_reward", [outcome.reason or "" for outcome in outcomes])
 
 
 class TRLReward:

@@ -5,7 +5,8 @@ TRL (trl/trainer/grpo_trainer.py, `_calculate_rewards`) builds
     reward_kwargs["trainer_state"] = self.state
     reward_kwargs["log_extra"] = self._log_completion_extra
     reward_kwargs["log_metric"] = self._log_metric
-and calls a sync function as
+(`def _log_metric(self, name: str, value: float)`, `def _log_completion_extra(self,
+column: str, values: list)`) and calls a sync function as
     output_reward_func = reward_func(
         prompts=prompts, completions=completions, completion_ids=completion_ids_list,
         **reward_kwargs,
@@ -43,10 +44,10 @@ RUBRIC = {
 def trl_call(func: Any, prompts: list[Any], completions: list[Any], **columns: Any) -> Any:
     """Exactly TRL's call: dataset columns as per-completion lists, plus the trainer's
     own keyword arguments."""
-    metrics: list[tuple[str, float]] = []
+    metrics: list[tuple[str, Any]] = []
     reward_kwargs = dict(columns)
     reward_kwargs["trainer_state"] = object()
-    reward_kwargs["log_extra"] = lambda column, values: None
+    reward_kwargs["log_extra"] = lambda column, values: metrics.append((column, values))
     reward_kwargs["log_metric"] = lambda name, value: metrics.append((name, value))
     completion_ids = [[1, 2, 3] for _ in completions]
     if inspect.iscoroutinefunction(func):
@@ -163,6 +164,8 @@ def test_judge_faults_give_none_with_the_reason_logged(
     assert rewards == [2 / 3, None]
     assert any("completion 1" in m and "paris" in m for m in caplog.messages)
     assert dict(metrics)["rubricflow/incomplete"] == 0.5
+    no_reward = dict(metrics)["rubricflow_no_reward"]
+    assert no_reward[0] == "" and "paris" in no_reward[1]
     assert reward.last[1].evaluation is not None and reward.last[1].reason
 
 
