@@ -27,6 +27,7 @@ import pytest
 from llm.scripted import Reply, ScriptedServer
 
 from rubricflow import RewardError
+from rubricflow.engine.aggregate import aggregate
 from rubricflow.llm import MemoryJudgeCache
 from rubricflow.rewards import trl_reward
 
@@ -188,6 +189,14 @@ def test_the_same_batch_again_is_served_from_the_cache() -> None:
         again, _ = trl_call(reward, *batch)
     assert calls == 6 and len(server.requests) == calls  # no judge call the second time
     assert again == first == [2 / 3, 1 / 3, 1.0]
+    # each reward is reproducible from its evidence: the stored per-criterion verdicts
+    rubric = reward.scorer.rubric
+    assert rubric is not None
+    for outcome in reward.last:
+        assert outcome.evaluation is not None
+        assert outcome.evaluation.rubric_hash == rubric.content_hash
+        replay = aggregate(rubric, outcome.evaluation.criteria)
+        assert float(replay.score) == outcome.reward
 
 
 def test_a_batch_without_any_rubric_is_a_configuration_error() -> None:
