@@ -63,6 +63,7 @@ EXPECTED = {
         "completion 2: rank 1, reward 1.00",
         "completion 0: rank 3, reward 0.00",
     ],
+    "openrlhf_reward_server.py": ["rewards: [1.0, 0.0]"],
     "rubric_rewards.py": [
         "TRL rubric_reward: [1.0, 0.0]",
         "TRL metrics: names_city mean 0.50",
