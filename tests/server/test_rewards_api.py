@@ -81,16 +81,24 @@ def test_openrlhf_posts_a_batch_and_gets_one_reward_per_query(start_server, sqli
 
 
 def test_without_auth_on_loopback_openrlhf_needs_no_token(start_server, sqlite_db) -> None:
+    """The server's reward_rubric setting (RUBRICFLOW_SERVER_REWARD_RUBRIC) names the
+    rubric when the URL does not."""
     with ScriptedServer(judge) as llm:
-        server = start_server(sqlite_db, "--no-auth", "--llm", f"openai:judge@{llm.url}/v1")
+        server = start_server(
+            sqlite_db,
+            "--no-auth",
+            "--llm",
+            f"openai:judge@{llm.url}/v1",
+            env={"RUBRICFLOW_SERVER_REWARD_RUBRIC": "capitals@1.0.0"},
+        )
         with server.client() as local:
             done = local.post("/v1/rubrics", json={"document": json.dumps(RUBRIC)})
             assert done.status_code == 201, done.text
         answer = httpx.post(
-            f"{server.url}/get_reward?rubric=capitals@1.0.0",
-            json={"query": ["Paris"]},
+            f"{server.url}/get_reward",
+            json={"query": ["Paris", "the Seine"]},
             headers={"Content-Type": "application/json"},
             timeout=30,
         )
     assert answer.status_code == 200, answer.text
-    assert answer.json()["rewards"] == [0.75]
+    assert answer.json()["rewards"] == [0.75, 0.25]
