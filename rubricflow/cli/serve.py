@@ -158,7 +158,7 @@ def _multiprocess_metrics(workers: int) -> str | None:
     is used as it is."""
     if workers == 1 or os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         return None
-    folder = tempfile.mkdtemp(prefix="rubricflow-metrics-")
+    folder = tempfile.mkdtemp(prefix="rubricflow-prometheus-")
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = folder
     return folder
 

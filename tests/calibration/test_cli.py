@@ -299,6 +299,7 @@ def test_other_input_errors_exit_2(tmp_path: Path) -> None:
     gate = run(rubric_file, labels, "--min-kappa", "3")
     assert gate.exit_code == 2
     bad_rubric = run(labels, labels)  # a labels file is no rubric
-    assert bad_rubric.exit_code == 2 and "labels.jsonl: malformed YAML" in bad_rubric.output
+    assert bad_rubric.exit_code == 2
+    assert "labels.jsonl: matches no known rubric format" in bad_rubric.output
     for result in (missing, no_judge, confidence, gate, bad_rubric):
         assert "Traceback" not in result.output

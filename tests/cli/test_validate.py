@@ -352,8 +352,8 @@ def test_unknown_format_is_a_usage_error(cli: CliRunner, tmp_path: Path) -> None
     assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr.strip() == (
-        "error: unknown format 'toml'; known formats: agentv, dataknobs, native, "
-        "openrubricrl, rubric-pkg, rubricjudgespec"
+        "error: unknown format 'toml'; known formats: agentv, dataknobs, healthbench, "
+        "native, openrubricrl, rar, rubric-pkg, rubricjudgespec"
     )
 
 
