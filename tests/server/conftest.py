@@ -8,6 +8,7 @@ the way `rubricflow tokens create` does and returns its secret.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -76,6 +77,14 @@ class RunningServer:
                 ) from None
         return int(self.process.returncode)
 
+    def kill_group(self) -> None:
+        """SIGKILL whatever is left of the server's process group: `--workers N` spawns
+        processes that outlive a supervisor killed with SIGKILL."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        if self.process.poll() is None:
+            self.process.wait()
+
 
 def spawn_server(
     db_url: str,
@@ -91,7 +100,11 @@ def spawn_server(
     environment = {**os.environ, **(env or {})}
     handle = log.open("wb")
     process = subprocess.Popen(
-        [*command, *args], stdout=handle, stderr=subprocess.STDOUT, env=environment
+        [*command, *args],
+        stdout=handle,
+        stderr=subprocess.STDOUT,
+        env=environment,
+        start_new_session=True,  # its own process group: teardown ends uvicorn's workers too
     )
     server = RunningServer(process, f"http://127.0.0.1:{port}", db_url, log)
     deadline = time.monotonic() + STARTUP_SECONDS
@@ -148,7 +161,7 @@ def start_server(tmp_path: Path) -> Iterator[Callable[..., RunningServer]]:
 
     yield start
     for server in servers:
-        server.stop(signal.SIGKILL if server.process.poll() is None else signal.SIGTERM)
+        server.kill_group()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
