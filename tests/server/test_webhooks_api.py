@@ -78,7 +78,12 @@ def test_decisions_reach_a_subscribed_receiver_signed_and_logged(start_server, s
         assert sorted(kinds[ids[0]]) == ["artifact.approved", "artifact.submitted"]
         assert sorted(kinds[ids[1]]) == ["artifact.needs_revision", "artifact.submitted"]
 
-        log = ops.get("/v1/webhooks/deliveries", params={"status": "delivered"}).json()
+        # the receiver has answered; the deliverer records each a moment later
+        def delivered_log() -> list[dict]:
+            return ops.get("/v1/webhooks/deliveries", params={"status": "delivered"}).json()
+
+        assert wait_until(lambda: len(delivered_log()) == 4)
+        log = delivered_log()
         assert len(log) == 4 and {d["subscription_id"] for d in log} == {subscription}
         detail = ops.get(f"/v1/webhooks/deliveries/{log[0]['id']}").json()
         assert detail["attempt_log"][0]["status_code"] == 200
