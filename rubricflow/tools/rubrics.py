@@ -1,0 +1,117 @@
+"""The rubric a tool call names: a registered one (`id` or `id@version`) or a document
+given inline.
+
+A tool call's arguments are written by a model, so an inline rubric is a stranger's
+data, held to the HTTP API's rules (`rubricflow.server.strangers`): it reads no file
+(`schema_ref`), names no code to import (a `module:function` no plugin registers) and
+chooses no judge (`python:` specs); the host's configuration alone chooses the judge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from rubricflow.errors import ConfigurationError, NotFoundError, Problem, RubricValidationError
+from rubricflow.formats.document import parse_text
+from rubricflow.formats.loader import load_document
+from rubricflow.model import Rubric
+
+if TYPE_CHECKING:
+    from rubricflow.application import Application
+    from rubricflow.plugins import PluginRegistry
+
+__all__ = ["inline_rubric", "parse_reference", "registered_rubric", "stranger_problems"]
+
+_SOURCE = "<tool call>"
+_WHY = "rubrics in tool calls are data"
+
+
+def parse_reference(reference: str) -> tuple[str, str | None]:
+    """`id` or `id@version` as (id, version or None)."""
+    rubric_id, at, version = reference.strip().partition("@")
+    if not rubric_id or (at and not version):
+        raise ConfigurationError(
+            f"rubric reference {reference!r} must be ID or ID@VERSION (e.g. tone@1.2.0); "
+            "call list_rubrics to see the registered ones"
+        )
+    return rubric_id, (version if at else None)
+
+
+async def registered_rubric(application: Application, reference: str) -> Rubric:
+    """The registered rubric `reference` names (the latest version, or the one given)."""
+    rubric_id, version = parse_reference(reference)
+    try:
+        return await application.rubrics.get(rubric_id, version)
+    except NotFoundError as error:
+        raise NotFoundError(f"{error}; call list_rubrics to see the registered ones") from None
+
+
+def stranger_problems(rubric: Rubric, plugins: PluginRegistry) -> list[Problem]:
+    """What an inline rubric asks for that a tool call may not: a file, code, a judge."""
+    problems: list[Problem] = []
+    for index, criterion in enumerate(rubric.criteria):
+        where = f"criteria[{index}].scoring"
+        scoring = criterion.scoring
+        if scoring.schema_ref:
+            problems.append(
+                Problem(
+                    f"{where}.schema_ref",
+                    f"criterion {criterion.id!r}: schema_ref names a file, and {_WHY}: "
+                    "inline the JSON Schema as `schema`",
+                )
+            )
+        function = scoring.function or ""
+        if ":" in function and function not in plugins.functions:
+            problems.append(
+                Problem(
+                    f"{where}.function",
+                    f"criterion {criterion.id!r}: {function!r} names code to import, and "
+                    f"{_WHY}: use a check function a plugin registers",
+                )
+            )
+        for field in ("model", "metric"):
+            value = getattr(scoring, field) or ""
+            if value.strip().lower().startswith("python:"):
+                problems.append(
+                    Problem(
+                        f"{where}.{field}",
+                        f"criterion {criterion.id!r}: {value!r} names a python: judge, and "
+                        f"{_WHY}: the host's configuration alone chooses the judge",
+                    )
+                )
+    return problems
+
+
+def _load(document: str, format: str | None, plugins: PluginRegistry) -> list[Rubric]:
+    from rubricflow.validation import refuse_broken_configs
+
+    parsed = parse_text(document, _SOURCE)
+    loaded = load_document(
+        parsed, format=format, source=_SOURCE, plugins=plugins, schema_refs="refuse"
+    )
+    problems = [p for rubric in loaded.rubrics for p in stranger_problems(rubric, plugins)]
+    if problems:
+        raise RubricValidationError(problems, _SOURCE)
+    refuse_broken_configs(loaded.rubrics, plugins, _SOURCE)
+    return list(loaded.rubrics)
+
+
+async def inline_rubric(
+    application: Application, document: str, *, format: str | None, rubric_id: str | None
+) -> Rubric:
+    """The one rubric of an inline document (or the one named `rubric_id`), loaded off the
+    event loop (a large document must not hold up the host's other work)."""
+    rubrics = await asyncio.to_thread(_load, document, format, application.plugins)
+    if rubric_id is not None:
+        chosen = [r for r in rubrics if r.id == rubric_id]
+        if not chosen:
+            held = ", ".join(r.id for r in rubrics)
+            raise NotFoundError(f"the document holds no rubric {rubric_id!r} (it holds: {held})")
+        return chosen[0]
+    if len(rubrics) > 1:
+        held = ", ".join(r.id for r in rubrics)
+        raise ConfigurationError(
+            f"the document holds {len(rubrics)} rubrics ({held}); name one with `rubric_id`"
+        )
+    return rubrics[0]
