@@ -287,6 +287,16 @@ def _suite_cases(suite: Any, suite_targets: Any, plugins: Any, allow_import: boo
     return _Cases(iter(pairs), len(pairs), rubric, suite.source, shared=suite.rubric is not None)
 
 
+def _remember_rubrics(pairs: Any, rubrics: dict[str, Rubric]) -> Any:
+    """`pairs` as they are, noting each rubric by `id@version` for the JUnit file (which
+    says what to fix from the rubric's criteria)."""
+    from rubricflow.ci.junit import rubric_label
+
+    for rubric, target in pairs:
+        rubrics.setdefault(rubric_label(rubric.id, rubric.version), rubric)
+        yield rubric, target
+
+
 def _progress_bar(total: int | None) -> Any:
     from rich.progress import (
         BarColumn,
@@ -410,16 +420,31 @@ def eval_command(
         Path | None,
         typer.Option("--report", help="Write an HTML report of the run to this file at the end."),
     ] = None,
+    junit: Annotated[
+        Path | None,
+        typer.Option(
+            "--junit",
+            metavar="FILE",
+            help="Write the run as JUnit XML to this file at the end (one testcase per "
+            "target, a failure per failed criterion), for CI test reports.",
+        ),
+    ] = None,
 ) -> None:
     """Evaluate targets or an evaluation suite against a rubric.
 
-    Ctrl-C stops taking new targets, lets those in flight finish, writes what is done and
-    exits 130; `--resume` continues the run. Exit 0 when every target passed, 1 when any
-    failed or was incomplete, 2 on usage or input errors, 130 when interrupted.
+    Ctrl-C stops taking new targets, lets those in flight finish, writes what is done
+    (results, store, --report, --junit) and exits 130; `--resume` continues the run.
+    Exit 0 when every target passed, 1 when any failed or was incomplete, 2 on usage or
+    input errors, 130 when interrupted.
     """
     from rubricflow.batch import BatchRun
     from rubricflow.runs import RunInfo, new_run_id
 
+    if junit is not None:
+        from rubricflow.ci.files import check_writable
+
+        with user_errors():  # before any target is judged (and paid for)
+            check_writable(junit)
     plugins = plugin_manager()
     cases, source_format = _gather(
         rubric_path,
@@ -431,6 +456,9 @@ def eval_command(
         allow_import=allow_import,
     )
     rubric = cases.rubric
+    rubrics: dict[str, Rubric] = {}
+    if junit is not None:
+        cases.pairs = _remember_rubrics(cases.pairs, rubrics)
     if resume and output is None and db is None:
         fail("--resume needs the run's --output file or its --db")
     judge = judge_session(
@@ -486,7 +514,8 @@ def eval_command(
                 store = await Store.open(db)
         if store is not None and not no_cache:
             judge.cache = store.judge_cache  # workers sharing the store share answers
-        batch = BatchRun(info, output=output, store=store, resume=resume, keep=report is not None)
+        keep = report is not None or junit is not None
+        batch = BatchRun(info, output=output, store=store, resume=resume, keep=keep)
         state["batch"] = batch
         batch.tally.total = cases.total
         main_task = asyncio.current_task()
@@ -567,6 +596,13 @@ def eval_command(
         with user_errors():
             written = write_report(batch.data(), report)
         err.print(f"report: {escape(str(written))}")
+    if junit is not None:
+        from rubricflow.ci.junit import rubric_label, write_junit
+
+        rubrics.setdefault(rubric_label(rubric.id, rubric.version), rubric)
+        with user_errors():
+            written = write_junit(batch.data(), junit, rubrics)
+        err.print(f"junit: {escape(str(written))}")
     if tally.done + tally.skipped == 0 and not state["interrupted"]:
         fail(f"{cases.source}: holds no targets; give one target object or JSONL lines")
     if batch.repeated:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -35,6 +36,15 @@ if TYPE_CHECKING:
 __all__ = ["compare_command", "report_command"]
 
 TOP_DROPS = 10
+
+
+class CompareFormat(str, Enum):
+    """What `rubricflow compare` prints."""
+
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
 
 _RUN_HELP = "a results file from `rubricflow eval --output`, a run id in the store, or `latest`."
 RunA = Annotated[
@@ -134,17 +144,49 @@ def compare_command(
             "is a regression; 0 counts any drop.",
         ),
     ] = 0.0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the comparison as JSON (--format json).")
+    ] = False,
+    output_format: Annotated[
+        CompareFormat | None,
+        typer.Option(
+            "--format",
+            help="text (default), json, or markdown: a short PR comment (pass-rate change, "
+            "flipped targets, worst criteria) under 65,000 characters.",
+        ),
+    ] = None,
+    links: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--link",
+            metavar="TEXT=URL",
+            help="With --format markdown: a link to show under the comment (e.g. the CI run "
+            "or the HTML report); repeatable.",
+        ),
+    ] = None,
 ) -> None:
     """Compare run B against run A over the targets both evaluated (matched by target id):
     verdict flips, pass-rate and mean-score deltas, per-criterion pass-rate deltas and
     the largest score drops.
 
-    Exit 0 when nothing regressed beyond --threshold, 1 when the pass rate or any
-    criterion's pass rate fell by more than it, 2 on usage or input errors.
+    `--format markdown` prints a PR comment for CI (see docs/ci.md). Exit 0 when nothing
+    regressed beyond --threshold, 1 when the pass rate or any criterion's pass rate fell
+    by more than it, 2 on usage or input errors.
     """
     from rubricflow.compare import compare_runs
     from rubricflow.report import resolve_run
+
+    if as_json and output_format not in (None, CompareFormat.json):
+        fail(f"--json and --format {output_format.value} disagree; give one of them")
+    chosen = CompareFormat.json if as_json else (output_format or CompareFormat.text)
+    if links and chosen is not CompareFormat.markdown:
+        fail("--link goes with --format markdown")
+    given_links: list[tuple[str, str]] = []
+    if links:
+        from rubricflow.ci.comment import parse_link
+
+        with user_errors():
+            given_links = [parse_link(link) for link in links]
 
     async def load() -> tuple[RunData, RunData]:
         return await resolve_run(run_a, db), await resolve_run(run_b, db)
@@ -159,10 +201,16 @@ def compare_command(
             "targets by target id, so give two runs over the same targets"
         )
     found = comparison.regressions(threshold)
-    if as_json:
+    if chosen is CompareFormat.json:
         sys.stdout.write(
             json.dumps(comparison.to_dict(threshold), ensure_ascii=False, indent=2) + "\n"
         )
+    elif chosen is CompareFormat.markdown:
+        from rubricflow.ci.comment import comparison_markdown
+
+        with user_errors():
+            comment = comparison_markdown(comparison, threshold=threshold, links=given_links)
+        sys.stdout.write(comment)
     else:
         _print_comparison(comparison, threshold, found)
     raise typer.Exit(EXIT_FAILED if found else EXIT_OK)
