@@ -87,6 +87,42 @@ def serve_command(
             "ollama:MODEL[@URL], local (default: $RUBRICFLOW_LLM). Requests never choose it.",
         ),
     ] = None,
+    idempotency_ttl: Annotated[
+        float | None,
+        typer.Option(
+            "--idempotency-ttl",
+            min=60.0,
+            help="Seconds an Idempotency-Key and its stored response are kept (default "
+            "86400; env RUBRICFLOW_SERVER_IDEMPOTENCY_TTL_SECONDS).",
+        ),
+    ] = None,
+    idempotency_wait: Annotated[
+        float | None,
+        typer.Option(
+            "--idempotency-wait",
+            min=0.0,
+            help="Seconds a retry waits for the request holding its Idempotency-Key, then "
+            "409 (default 10; env RUBRICFLOW_SERVER_IDEMPOTENCY_WAIT_SECONDS).",
+        ),
+    ] = None,
+    max_evaluate_targets: Annotated[
+        int | None,
+        typer.Option(
+            "--max-evaluate-targets",
+            min=1,
+            help="The most targets one scoring request (/v1/evaluate, /batch-score) may "
+            "carry (default 1000; env RUBRICFLOW_SERVER_MAX_EVALUATE_TARGETS).",
+        ),
+    ] = None,
+    reward_rubric: Annotated[
+        str | None,
+        typer.Option(
+            "--reward-rubric",
+            metavar="ID[@VERSION]",
+            help="The registered rubric POST /get_reward scores with when a request names "
+            "none (env RUBRICFLOW_SERVER_REWARD_RUBRIC).",
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Serve the HTTP API (FastAPI on uvicorn): artifacts, rubrics, runs, scoring, tokens.
@@ -110,10 +146,22 @@ def serve_command(
     judge = llm or os.environ.get("RUBRICFLOW_LLM") or None
     if judge is not None:
         _check_judge(judge)
+    # options given win over RUBRICFLOW_SERVER_*; those left out keep the environment's
+    given: dict[str, Any] = {
+        name: value
+        for name, value in (
+            ("idempotency_ttl_seconds", idempotency_ttl),
+            ("idempotency_wait_seconds", idempotency_wait),
+            ("max_evaluate_targets", max_evaluate_targets),
+            ("reward_rubric", reward_rubric),
+        )
+        if value is not None
+    }
     try:
         # the options win; settings without one keep their RUBRICFLOW_SERVER_* value
         settings = dataclasses.replace(
             ServerSettings.from_env(),
+            **given,
             db=resolve_url(db),
             host=host,
             auth=not no_auth,

@@ -43,6 +43,7 @@ __all__ = [
     "EVENT_TYPE_PREFIX",
     "FAILED",
     "PENDING",
+    "AttemptOutcome",
     "ClaimedDelivery",
     "DeliveryAttempt",
     "WebhookDelivery",
@@ -207,6 +208,21 @@ class ClaimedDelivery:
     owner: str
 
 
+@dataclass(frozen=True)
+class AttemptOutcome:
+    """How one attempt at a claimed delivery ended, to record: the delivery's new status
+    (pending again with `next_attempt_at`, delivered or failed), the HTTP status (None: no
+    response), how long it took and what went wrong."""
+
+    claimed: ClaimedDelivery
+    status: str
+    status_code: int | None
+    latency_ms: float
+    error: str | None
+    next_attempt_at: datetime | None = None
+    attempted_at: datetime | None = None
+
+
 # --- statements built once ----------------------------------------------------------------------
 # One delivery per matching active subscription, in one INSERT ... SELECT: when nothing
 # matches (the common case) the transition pays one statement, run on the SQLite fast
@@ -268,23 +284,15 @@ _SCORES = sa.select(
 ).where(_evaluations.c.id.in_(sa.bindparam("ids", expanding=True)))
 _INSERT_DELIVERY = _deliveries.insert()
 _INSERT_ATTEMPT = _attempts.insert()
-_CLAIM = (
-    _deliveries.update()
-    .where(
-        _deliveries.c.id == sa.bindparam("match_id"),
-        _deliveries.c.status == PENDING,
-        _deliveries.c.lease_expires_at.is_(None)
-        | (_deliveries.c.lease_expires_at < sa.bindparam("now")),
-    )
-    .values(
-        lease_owner=sa.bindparam("owner"),
-        lease_expires_at=sa.bindparam("until"),
-        attempts=_deliveries.c.attempts + 1,
-    )
-)
 _FINISH = _deliveries.update().where(
     _deliveries.c.id == sa.bindparam("match_id"),
     _deliveries.c.lease_owner == sa.bindparam("match_owner"),
+)
+# the deliveries of a batch of outcomes this worker still holds (PostgreSQL locks them, so
+# no lease can pass to another worker between this read and the writes that follow)
+_HELD = sa.select(_deliveries.c.id).where(
+    _deliveries.c.id.in_(sa.bindparam("ids", expanding=True)),
+    _deliveries.c.lease_owner == sa.bindparam("owner"),
 )
 _RELEASE = (
     _deliveries.update()
@@ -301,6 +309,36 @@ _CLAIMED = sa.select(
     _subscriptions.c.allow_private,
     _subscriptions.c.active,
 ).join(_subscriptions, _subscriptions.c.id == _deliveries.c.subscription_id)
+
+
+@cache
+def _claim(postgres: bool) -> Any:
+    """Take the lease on up to `limit` due deliveries in one statement, giving their ids:
+    pending, their time come, not leased or their lease expired, oldest due first. The
+    conditions are checked again by the UPDATE itself, so two workers never both win one
+    delivery; PostgreSQL skips rows another worker has locked (a claim in flight) instead
+    of waiting for them, and walks `ix_webhook_deliveries_due` (status, next_attempt_at)."""
+    c = _deliveries.c
+    now = sa.bindparam("now", type_=sa.DateTime(timezone=True))
+    free = c.lease_expires_at.is_(None) | (c.lease_expires_at < now)
+    due = (
+        sa.select(c.id)
+        .where(c.status == PENDING, c.next_attempt_at <= now, free)
+        .order_by(c.next_attempt_at, c.id)
+        .limit(sa.bindparam("limit", type_=sa.Integer))
+    )
+    if postgres:
+        due = due.with_for_update(skip_locked=True)
+    return (
+        _deliveries.update()
+        .where(c.id.in_(due.scalar_subquery()), c.status == PENDING, free)
+        .values(
+            lease_owner=sa.bindparam("owner"),
+            lease_expires_at=sa.bindparam("until"),
+            attempts=c.attempts + 1,
+        )
+        .returning(c.id)
+    )
 
 
 def _iso(moment: datetime) -> str:
@@ -671,33 +709,19 @@ class WebhookStore:
         PostgreSQL skips rows other workers hold locked; the conditional write makes each
         delivery one worker's at a time."""
         now = now or utcnow()
-        c = _deliveries.c
-        due = (
-            sa.select(c.id)
-            .where(
-                c.status == PENDING,
-                c.next_attempt_at <= now,
-                c.lease_expires_at.is_(None) | (c.lease_expires_at < now),
-            )
-            .order_by(c.next_attempt_at, c.id)
-            .limit(limit)
-        )
         async with self.database.transaction() as connection:
-            if connection.dialect.name == "postgresql":
-                due = due.with_for_update(skip_locked=True)
-            ids = [row.id for row in await connection.execute(due)]
-            claimed: list[int] = []
-            for delivery_id in ids:
-                done = await connection.execute(
-                    _CLAIM,
-                    {"match_id": delivery_id, "now": now, "owner": owner, "until": lease_until},
+            ids = [
+                row.id
+                for row in await connection.execute(
+                    _claim(connection.dialect.name == "postgresql"),
+                    {"now": now, "owner": owner, "until": lease_until, "limit": limit},
                 )
-                if done.rowcount == 1:
-                    claimed.append(delivery_id)
-            if not claimed:
+            ]
+            if not ids:
                 return []
+            c = _deliveries.c
             rows = await connection.execute(
-                _CLAIMED.where(c.id.in_(claimed)).order_by(c.next_attempt_at, c.id)
+                _CLAIMED.where(c.id.in_(ids)).order_by(c.next_attempt_at, c.id)
             )
             return [
                 ClaimedDelivery(
@@ -727,34 +751,63 @@ class WebhookStore:
         `next_attempt_at`; delivered; failed), releasing the lease. False when this worker
         no longer held the lease (it expired and another took over): the attempt is
         logged, the delivery left as the other worker leaves it."""
-        delivery = claimed.delivery
+        outcome = AttemptOutcome(
+            claimed, status, status_code, latency_ms, error, next_attempt_at, attempted_at
+        )
+        (held,) = await self.record_attempts([outcome])
+        return held
+
+    async def record_attempts(self, outcomes: Sequence[AttemptOutcome]) -> list[bool]:
+        """`record_attempt` for many outcomes in one transaction (a worker records its
+        sends in batches: one commit, not one per send); for each, whether this worker
+        still held its lease."""
+        if not outcomes:
+            return []
         now = utcnow()
-        values: dict[str, Any] = {
-            "match_id": delivery.id,
-            "match_owner": claimed.owner,
-            "status": status,
-            "last_status_code": status_code,
-            "last_error": error,
-            "lease_owner": None,
-            "lease_expires_at": None,
-            "finished_at": None if status == PENDING else now,
-            "next_attempt_at": next_attempt_at or delivery.next_attempt_at,
-        }
+        held: set[int] = set()
         async with self.database.transaction() as connection:
+            owners: dict[str, list[int]] = {}
+            for outcome in outcomes:
+                owners.setdefault(outcome.claimed.owner, []).append(outcome.claimed.delivery.id)
+            for owner, ids in owners.items():
+                query = _HELD
+                if connection.dialect.name == "postgresql":
+                    query = query.with_for_update()
+                rows = await connection.execute(query, {"ids": ids, "owner": owner})
+                held.update(int(row.id) for row in rows)
             await connection.execute(
                 _INSERT_ATTEMPT,
-                {
-                    "delivery_id": delivery.id,
-                    "attempt": delivery.attempts,
-                    "attempted_at": attempted_at or now,
-                    "status_code": status_code,
-                    "latency_ms": latency_ms,
-                    "error": error,
-                    "worker": claimed.owner,
-                },
+                [
+                    {
+                        "delivery_id": o.claimed.delivery.id,
+                        "attempt": o.claimed.delivery.attempts,
+                        "attempted_at": o.attempted_at or now,
+                        "status_code": o.status_code,
+                        "latency_ms": o.latency_ms,
+                        "error": o.error,
+                        "worker": o.claimed.owner,
+                    }
+                    for o in outcomes
+                ],
             )
-            done = await connection.execute(_FINISH, values)
-        return bool(done.rowcount == 1)
+            finished = [
+                {
+                    "match_id": o.claimed.delivery.id,
+                    "match_owner": o.claimed.owner,
+                    "status": o.status,
+                    "last_status_code": o.status_code,
+                    "last_error": o.error,
+                    "lease_owner": None,
+                    "lease_expires_at": None,
+                    "finished_at": None if o.status == PENDING else now,
+                    "next_attempt_at": o.next_attempt_at or o.claimed.delivery.next_attempt_at,
+                }
+                for o in outcomes
+                if o.claimed.delivery.id in held
+            ]
+            if finished:
+                await connection.execute(_FINISH, finished)
+        return [o.claimed.delivery.id in held for o in outcomes]
 
     async def release(self, claimed: ClaimedDelivery) -> bool:
         """Hand a claimed delivery back unsent (its worker is stopping): due at once for

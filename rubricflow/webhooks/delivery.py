@@ -34,6 +34,7 @@ from rubricflow.store.webhooks import (
     DELIVERED,
     FAILED,
     PENDING,
+    AttemptOutcome,
     ClaimedDelivery,
     WebhookStore,
 )
@@ -68,8 +69,14 @@ class DeliveryPolicy:
     lease_seconds: float = 60.0
     #: the longest wait between looks at the outbox when nothing wakes the worker
     poll_seconds: float = 0.5
-    #: deliveries claimed at once, and sent at once
-    batch: int = 16
+    #: the most deliveries in flight at once: a rolling window, claimed again as sends
+    #: finish (a slow receiver holds one slot, not the whole window)
+    batch: int = 32
+    #: seconds a finished send's outcome may wait to be recorded with others in one
+    #: transaction (its lease keeps it this worker's meanwhile)
+    record_seconds: float = 0.05
+    #: outcomes recorded in one transaction at most (a full batch is written at once)
+    record_batch: int = 64
     #: seconds the sends in flight may take to finish once the worker is told to stop;
     #: those still running then are handed back (sent again later, by any worker)
     grace_seconds: float = 5.0
@@ -99,6 +106,10 @@ class DeliveryPolicy:
             raise ConfigurationError(f"grace_seconds must be 0 or more; got {self.grace_seconds}")
         if self.batch < 1:
             raise ConfigurationError(f"batch must be at least 1; got {self.batch}")
+        if self.record_seconds < 0:
+            raise ConfigurationError(f"record_seconds must be 0 or more; got {self.record_seconds}")
+        if self.record_batch < 1:
+            raise ConfigurationError(f"record_batch must be at least 1; got {self.record_batch}")
 
     def retry_delay(self, attempts: int, rng: random.Random | None = None) -> float:
         """Seconds to wait after the `attempts`-th failed attempt."""
@@ -187,69 +198,147 @@ class DeliveryWorker:
 
     async def deliver_due(self, *, stop: asyncio.Event | None = None) -> DeliveryStats:
         """Send every delivery due now (and those that fall due while this runs: a quick
-        retry), batch by batch, until none is due or `stop` is set; the worker's stats."""
-        while stop is None or not stop.is_set():
-            lease_until = _utcnow() + timedelta(seconds=self.policy.lease_seconds)
-            claimed = await self.store.claim(
-                owner=self.name, lease_until=lease_until, limit=self.policy.batch
-            )
-            if not claimed:
-                break
-            await self._send_all(claimed, stop)
+        retry), in a rolling window of `batch` sends, until none is due and none is in
+        flight, or `stop` is set; every outcome is recorded when this returns."""
+        await self._pump(stop, watch=None, keep_running=False)
         return self.stats
 
     async def run(self, stop: asyncio.Event, *, watch: Watch | None = None) -> DeliveryStats:
-        """Deliver until `stop` is set: after each pass, wait until woken (`wake()`, or
+        """Deliver until `stop` is set. Due deliveries are claimed as slots of the window
+        free up; with nothing more due, the worker waits until woken (`wake()`, or
         `watch`: the store's change feed), until the next delivery falls due, or
-        `poll_seconds`, whichever comes first. A store that cannot be reached is retried at
-        the poll interval."""
+        `poll_seconds`, whichever comes first. A store that cannot be reached is retried
+        at the poll interval."""
         try:
-            while not stop.is_set():
-                self._wake.clear()
-                if watch is not None:
-                    watch.clear()  # a change from now on wakes the wait below
-                wait = self.policy.poll_seconds
-                try:
-                    await self.deliver_due(stop=stop)
-                    due = await self.store.next_due()
-                except StoreError:
-                    logger.exception("%s: cannot reach the outbox; retrying", self.name)
-                else:
-                    if due is not None:
-                        wait = min(wait, max(0.0, (due - _utcnow()).total_seconds()))
-                if stop.is_set():
-                    break
-                await _first_of(stop, self._wake, watch=watch, timeout=wait)
+            await self._pump(stop, watch=watch, keep_running=True)
         finally:
             await self.aclose()
         return self.stats
 
-    async def _send_all(self, claimed: list[ClaimedDelivery], stop: asyncio.Event | None) -> None:
-        """Send a batch at once; when `stop` is set meanwhile, the sends still in flight
-        get the policy's grace period to finish, then are cut short and handed back
-        (their lease released, their attempt not counted)."""
-        sends = {asyncio.create_task(self._send(item)): item for item in claimed}
-        stopper = asyncio.create_task(stop.wait()) if stop is not None else None
+    async def _pump(
+        self, stop: asyncio.Event | None, *, watch: Watch | None, keep_running: bool
+    ) -> None:
+        """The rolling window: claim as many due deliveries as there are free slots, send
+        each as its own task, hand finished outcomes to the recorder (one transaction per
+        batch), and claim again when a slot frees while more may be due, or when woken.
+        On `stop`, the sends in flight get the grace period, then are handed back."""
+        recorder = _Recorder(self)
+        in_flight: dict[asyncio.Task[None], ClaimedDelivery] = {}
+        slot_freed = asyncio.Event()
+        never = asyncio.Event()
+        look = True  # there may be due deliveries: claim when a slot is free
+        retry_at: float | None = None  # when a retry this worker recorded falls due
+
+        def finished(task: asyncio.Task[None]) -> None:
+            in_flight.pop(task, None)
+            slot_freed.set()
+            if not task.cancelled() and task.exception() is not None:
+                logger.error(
+                    "%s: a send failed unexpectedly; its lease runs out and it is sent again",
+                    self.name,
+                    exc_info=task.exception(),
+                )
+
         try:
-            pending: set[asyncio.Task[Any]] = set(sends)
-            while pending:
-                waiting = pending | ({stopper} if stopper is not None else set())
-                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-                pending -= done
-                if stopper is not None and stopper in done:
-                    if pending:
-                        _, pending = await asyncio.wait(pending, timeout=self.policy.grace_seconds)
-                    for task in pending:
-                        task.cancel()
-                    await asyncio.gather(*pending, return_exceptions=True)
-                    for task in pending:
-                        await self._hand_back(sends[task])
+            while stop is None or not stop.is_set():
+                free = self.policy.batch - len(in_flight)
+                claimed_all = False
+                if look and free > 0:
+                    self._wake.clear()
+                    if watch is not None:
+                        watch.clear()  # a change from now on wakes the wait below
+                    try:
+                        claimed = await self.store.claim(
+                            owner=self.name,
+                            lease_until=_utcnow() + timedelta(seconds=self.policy.lease_seconds),
+                            limit=free,
+                        )
+                    except StoreError:
+                        if not keep_running:
+                            raise
+                        logger.exception("%s: cannot reach the outbox; retrying", self.name)
+                        claimed = []
+                    for item in claimed:
+                        task = asyncio.create_task(self._send(item, recorder))
+                        in_flight[task] = item
+                        task.add_done_callback(finished)
+                    claimed_all = len(claimed) == free
+                    look = claimed_all  # a full claim: more may be due at once
+                if look and free > 0 and claimed_all:
+                    continue
+                if not in_flight and not look:
+                    if recorder.pending:
+                        # a quick retry is due only once its outcome is recorded
+                        await recorder.flush()
+                        look = True
+                        continue
+                    if not keep_running:
+                        break
+                if stop is not None and stop.is_set():
                     break
+                slot_freed.clear()
+                if len(in_flight) >= self.policy.batch:
+                    # the window is full: wait for a slot (a wake-up can wait till then)
+                    await _first_of(
+                        stop or never, slot_freed, watch=None, timeout=self.policy.poll_seconds
+                    )
+                    continue
+                if self._wake.is_set() or (watch is not None and watch.woken):
+                    look = True
+                    continue
+                # wait for a wake-up, the next due delivery or the poll interval (and, in
+                # a single pass, for the sends in flight to finish)
+                wait = self.policy.poll_seconds
+                retry_at = recorder.take_retry_at(retry_at)
+                if retry_at is not None:
+                    wait = min(wait, max(0.0, retry_at - time.monotonic()))
+                if not in_flight and keep_running:
+                    try:
+                        due = await self.store.next_due()
+                    except StoreError:
+                        logger.exception("%s: cannot reach the outbox; retrying", self.name)
+                    else:
+                        if due is not None:
+                            wait = min(wait, max(0.0, (due - _utcnow()).total_seconds()))
+                began = time.monotonic()
+                await _first_of(
+                    stop or never,
+                    self._wake,
+                    never if keep_running else slot_freed,
+                    watch=watch,
+                    timeout=wait,
+                )
+                now = time.monotonic()
+                if (
+                    self._wake.is_set()
+                    or (watch is not None and watch.woken)
+                    or now - began >= wait
+                ):
+                    look = True
+                    if retry_at is not None and retry_at <= now:
+                        retry_at = None
+            if in_flight:
+                await self._stop_sends(in_flight, recorder)
         finally:
-            if stopper is not None:
-                stopper.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await stopper
+            for task in list(in_flight):
+                task.cancel()
+            await asyncio.gather(*in_flight, return_exceptions=True)
+            await asyncio.shield(recorder.flush())
+
+    async def _stop_sends(
+        self, in_flight: dict[asyncio.Task[None], ClaimedDelivery], recorder: _Recorder
+    ) -> None:
+        """The worker is stopping: the sends in flight get the policy's grace period to
+        finish, then are cut short and handed back (their lease released, their attempt
+        not counted)."""
+        sends = dict(in_flight)
+        _, pending = await asyncio.wait(sends, timeout=self.policy.grace_seconds)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        await recorder.flush()
+        for task in pending:
+            await self._hand_back(sends[task])
 
     async def _hand_back(self, claimed: ClaimedDelivery) -> None:
         try:
@@ -259,14 +348,15 @@ class DeliveryWorker:
             logger.exception("%s: could not hand back delivery %s", self.name, claimed.delivery.id)
 
     # --- one send -----------------------------------------------------------------------------
-    async def _send(self, claimed: ClaimedDelivery) -> None:
+    async def _send(self, claimed: ClaimedDelivery, recorder: _Recorder) -> None:
+        """Send one delivery and hand its outcome to `recorder`."""
         delivery = claimed.delivery
         started_at = _utcnow()
         started = time.perf_counter()
         status_code: int | None = None
         error: str | None = None
         if not claimed.active:
-            await self._record(claimed, FAILED, None, 0.0, "the subscription was removed")
+            recorder.add(AttemptOutcome(claimed, FAILED, None, 0.0, "the subscription was removed"))
             return
         try:
             status_code, error = await asyncio.wait_for(
@@ -282,7 +372,9 @@ class DeliveryWorker:
             )
         latency_ms = (time.perf_counter() - started) * 1000
         if error is None:
-            await self._record(claimed, DELIVERED, status_code, latency_ms, None, started_at)
+            recorder.add(
+                AttemptOutcome(claimed, DELIVERED, status_code, latency_ms, None, None, started_at)
+            )
             return
         age = (_utcnow() - delivery.created_at).total_seconds()
         if delivery.attempts >= self.policy.max_attempts or age >= self.policy.max_age_seconds:
@@ -291,24 +383,30 @@ class DeliveryWorker:
                 if delivery.attempts >= self.policy.max_attempts
                 else f"{age:.0f}s (max age {self.policy.max_age_seconds:g}s)"
             )
-            await self._record(
-                claimed,
-                FAILED,
-                status_code,
-                latency_ms,
-                f"{error}; gave up after {why}",
-                started_at,
+            recorder.add(
+                AttemptOutcome(
+                    claimed,
+                    FAILED,
+                    status_code,
+                    latency_ms,
+                    f"{error}; gave up after {why}",
+                    None,
+                    started_at,
+                )
             )
             return
         delay = self.policy.retry_delay(delivery.attempts, self._rng)
-        await self._record(
-            claimed,
-            PENDING,
-            status_code,
-            latency_ms,
-            error,
-            started_at,
-            next_attempt_at=_utcnow() + timedelta(seconds=delay),
+        recorder.add(
+            AttemptOutcome(
+                claimed,
+                PENDING,
+                status_code,
+                latency_ms,
+                error,
+                _utcnow() + timedelta(seconds=delay),
+                started_at,
+            ),
+            retry_in=delay,
         )
 
     async def _post(self, claimed: ClaimedDelivery) -> tuple[int, str | None]:
@@ -357,29 +455,13 @@ class DeliveryWorker:
         finally:
             await response.aclose()
 
-    async def _record(
-        self,
-        claimed: ClaimedDelivery,
-        status: str,
-        status_code: int | None,
-        latency_ms: float,
-        error: str | None,
-        attempted_at: datetime | None = None,
-        *,
-        next_attempt_at: datetime | None = None,
-    ) -> None:
+    def _count(self, outcome: AttemptOutcome) -> None:
         self.stats.attempts += 1
-        counted = {DELIVERED: "delivered", PENDING: "retried", FAILED: "failed"}[status]
+        counted = {DELIVERED: "delivered", PENDING: "retried", FAILED: "failed"}[outcome.status]
         setattr(self.stats, counted, getattr(self.stats, counted) + 1)
-        held = await self.store.record_attempt(
-            claimed,
-            status=status,
-            status_code=status_code,
-            latency_ms=latency_ms,
-            error=error,
-            next_attempt_at=next_attempt_at,
-            attempted_at=attempted_at,
-        )
+
+    def _recorded(self, outcome: AttemptOutcome, held: bool) -> None:
+        claimed = outcome.claimed
         if not held:
             self.stats.lost_leases += 1
             logger.warning(
@@ -387,16 +469,86 @@ class DeliveryWorker:
                 "is logged as an attempt only",
                 self.name,
                 claimed.delivery.id,
-                status,
+                outcome.status,
             )
-        elif status == FAILED:
+        elif outcome.status == FAILED:
             logger.warning(
                 "%s: delivery %s (%s) failed for good: %s",
                 self.name,
                 claimed.delivery.id,
                 claimed.delivery.event_type,
-                error,
+                outcome.error,
             )
+
+
+class _Recorder:
+    """Writes a worker's attempt outcomes in batches: one transaction for those that
+    finish within `record_seconds` of each other (or `record_batch` of them), not one per
+    send. The deliveries stay leased to the worker until then, so none is sent twice."""
+
+    def __init__(self, worker: DeliveryWorker) -> None:
+        self._worker = worker
+        self._queue: list[AttemptOutcome] = []
+        self._full = asyncio.Event()
+        self._writer: asyncio.Task[None] | None = None
+        self._retry_at: float | None = None
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._queue) or (self._writer is not None and not self._writer.done())
+
+    def add(self, outcome: AttemptOutcome, *, retry_in: float | None = None) -> None:
+        """Queue an outcome; it is written within `record_seconds`."""
+        self._worker._count(outcome)
+        self._queue.append(outcome)
+        if retry_in is not None:
+            due = time.monotonic() + retry_in
+            self._retry_at = due if self._retry_at is None else min(self._retry_at, due)
+        if len(self._queue) >= self._worker.policy.record_batch:
+            self._full.set()
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_soon())
+
+    def take_retry_at(self, known: float | None) -> float | None:
+        """The earliest retry recorded so far (monotonic time), merged with `known`."""
+        found, self._retry_at = self._retry_at, None
+        if found is None:
+            return known
+        return found if known is None else min(found, known)
+
+    async def _write_soon(self) -> None:
+        while self._queue:
+            if len(self._queue) < self._worker.policy.record_batch:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._full.wait(), self._worker.policy.record_seconds)
+            await self._write()
+
+    async def _write(self) -> None:
+        self._full.clear()
+        batch = self._queue[: self._worker.policy.record_batch]
+        del self._queue[: len(batch)]
+        if not batch:
+            return
+        try:
+            held = await self._worker.store.record_attempts(batch)
+        except RubricflowError:
+            # their leases run out and the deliveries are sent again (at least once)
+            logger.exception(
+                "%s: could not record %d delivery attempts", self._worker.name, len(batch)
+            )
+            return
+        for outcome, kept in zip(batch, held, strict=True):
+            self._worker._recorded(outcome, kept)
+
+    async def flush(self) -> None:
+        """Write every queued outcome now."""
+        writer = self._writer
+        if writer is not None and not writer.done():
+            self._full.set()
+            with contextlib.suppress(Exception):
+                await writer
+        while self._queue:
+            await self._write()
 
 
 async def _first_of(*events: asyncio.Event, watch: Watch | None, timeout: float) -> None:
