@@ -27,6 +27,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+import rubricflow.instrumentation as instrumentation
 from rubricflow.engine.aggregate import aggregate, criterion_passed
 from rubricflow.engine.feedback import build_feedback
 from rubricflow.engine.isolation import (
@@ -86,25 +87,28 @@ async def _score_one(
             "install the plugin that provides it",
         )
     async with limit:
-        started = time.perf_counter()
-        try:
-            if budget is None:
-                result = await scorer.score(criterion, target, context)
-            else:  # an in-process check: bounded while it awaits (a sync one cannot be)
-                result = await _within(budget, scorer.score(criterion, target, context))
-                if result is None:
-                    result = error_result(
-                        criterion,
-                        method,
-                        f"check {criterion.scoring.function!r} exceeded its wall-clock budget "
-                        f"of {budget:g} s ({TIMEOUT_ENV}); raise it or fix the check",
-                    )
-        except (Exception, SystemExit) as error:
-            result = error_result(
-                criterion, method, f"scorer {method!r} raised {type(error).__name__}: {error}"
-            )
-        elapsed = (time.perf_counter() - started) * 1000
-    return _finish(criterion, result, method, context, elapsed)
+        with instrumentation.current().criteria((criterion,), method) as probe:
+            started = time.perf_counter()
+            try:
+                if budget is None:
+                    result = await scorer.score(criterion, target, context)
+                else:  # an in-process check: bounded while it awaits (a sync one cannot be)
+                    result = await _within(budget, scorer.score(criterion, target, context))
+                    if result is None:
+                        result = error_result(
+                            criterion,
+                            method,
+                            f"check {criterion.scoring.function!r} exceeded its wall-clock "
+                            f"budget of {budget:g} s ({TIMEOUT_ENV}); raise it or fix the check",
+                        )
+            except (Exception, SystemExit) as error:
+                result = error_result(
+                    criterion, method, f"scorer {method!r} raised {type(error).__name__}: {error}"
+                )
+            elapsed = (time.perf_counter() - started) * 1000
+            finished = _finish(criterion, result, method, context, elapsed)
+            probe.finish([finished])
+    return finished
 
 
 async def _within(budget: float, scoring: Awaitable[Any]) -> Any:
@@ -148,13 +152,20 @@ async def _score_isolated(
     """The criteria that run in the check process pool: one hop for all of them, taking
     one concurrency slot."""
     async with limit:
-        started = time.perf_counter()
-        produced = await score_isolated(plan, target, settings)
-        elapsed = (time.perf_counter() - started) * 1000
-    return [
-        _finish(route.criterion, produced[route.criterion.id], route.method, context, elapsed)
-        for route in plan.routes
-    ]
+        with instrumentation.current().criteria(
+            [route.criterion for route in plan.routes], "isolated"
+        ) as probe:
+            started = time.perf_counter()
+            produced = await score_isolated(plan, target, settings)
+            elapsed = (time.perf_counter() - started) * 1000
+            finished = [
+                _finish(
+                    route.criterion, produced[route.criterion.id], route.method, context, elapsed
+                )
+                for route in plan.routes
+            ]
+            probe.finish(finished)
+    return finished
 
 
 async def _score_group(
@@ -168,25 +179,30 @@ async def _score_group(
     one LLM call for all of a rubric's one-shot criteria). Takes one concurrency slot."""
     scorer: Any = context.plugins.scorers[method]
     async with limit:
-        started = time.perf_counter()
-        try:
-            produced = list(await scorer.score_group(criteria, target, context))
-        except (Exception, SystemExit) as error:
-            why = f"scorer {method!r} raised {type(error).__name__}: {error}"
-            produced = [error_result(criterion, method, why) for criterion in criteria]
-        elapsed = (time.perf_counter() - started) * 1000
-    by_id = {r.criterion_id: r for r in produced if isinstance(r, CriterionResult)}
-    return [
-        _finish(
-            criterion,
-            by_id.get(criterion.id)
-            or error_result(criterion, method, f"scorer {method!r} returned no result for it"),
-            method,
-            context,
-            elapsed,
-        )
-        for criterion in criteria
-    ]
+        with instrumentation.current().criteria(criteria, method) as probe:
+            started = time.perf_counter()
+            try:
+                produced = list(await scorer.score_group(criteria, target, context))
+            except (Exception, SystemExit) as error:
+                why = f"scorer {method!r} raised {type(error).__name__}: {error}"
+                produced = [error_result(criterion, method, why) for criterion in criteria]
+            elapsed = (time.perf_counter() - started) * 1000
+            by_id = {r.criterion_id: r for r in produced if isinstance(r, CriterionResult)}
+            finished = [
+                _finish(
+                    criterion,
+                    by_id.get(criterion.id)
+                    or error_result(
+                        criterion, method, f"scorer {method!r} returned no result for it"
+                    ),
+                    method,
+                    context,
+                    elapsed,
+                )
+                for criterion in criteria
+            ]
+            probe.finish(finished)
+    return finished
 
 
 async def _score_all(
@@ -293,23 +309,28 @@ async def evaluate(
     limit = asyncio.Semaphore(concurrency)
     from rubricflow.llm.session import llm_scope
 
-    async with llm_scope(context) as session:
-        results = await _score_all(rubric, subject, context, limit)
-        outcome = aggregate(rubric, results, threshold=threshold, policy=policy)
-        evaluation = _assemble(rubric, subject, context, results, outcome, policy, started_at)
-        if context.options.get("llm_feedback"):
-            from rubricflow.llm.feedback import llm_feedback
+    with instrumentation.current().evaluation(rubric, subject) as probe:
+        async with llm_scope(context) as session:
+            results = await _score_all(rubric, subject, context, limit)
+            outcome = aggregate(rubric, results, threshold=threshold, policy=policy)
+            evaluation = _assemble(rubric, subject, context, results, outcome, policy, started_at)
+            if context.options.get("llm_feedback"):
+                from rubricflow.llm.feedback import llm_feedback
 
-            summary, calls = await llm_feedback(
-                session, rubric, subject, results, evaluation.feedback
-            )
-            evaluation = evaluation.model_copy(
-                update={
-                    "metadata": {**evaluation.metadata, "llm_feedback": summary},
-                    "feedback_llm_calls": calls,
-                }
-            )
-    return evaluation.model_copy(update={"duration_ms": (time.perf_counter() - clock) * 1000})
+                summary, calls = await llm_feedback(
+                    session, rubric, subject, results, evaluation.feedback
+                )
+                evaluation = evaluation.model_copy(
+                    update={
+                        "metadata": {**evaluation.metadata, "llm_feedback": summary},
+                        "feedback_llm_calls": calls,
+                    }
+                )
+        evaluation = evaluation.model_copy(
+            update={"duration_ms": (time.perf_counter() - clock) * 1000}
+        )
+        probe.finish(evaluation)
+    return evaluation
 
 
 def _assemble(
