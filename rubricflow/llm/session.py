@@ -22,14 +22,16 @@ import json
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import rubricflow.instrumentation as instrumentation
 from rubricflow.errors import ConfigurationError, RubricflowError
+from rubricflow.instrumentation import JudgeCall
 from rubricflow.llm.answers import AnswerError
 from rubricflow.llm.base import (
     LLMProvider,
@@ -345,7 +347,15 @@ class LLMSession:
                 outcome = "invalid_answer"
             answer.calls.append(
                 self._record(
-                    provider, question, prompt_hash, response, latency_ms, attempt, outcome, problem
+                    provider,
+                    question,
+                    prompt_hash,
+                    response,
+                    latency_ms,
+                    attempt,
+                    outcome,
+                    problem,
+                    messages=messages,
                 )
             )
             if problem is None and reading is not None:
@@ -384,13 +394,15 @@ class LLMSession:
         attempt: int,
         outcome: CallOutcome,
         error: str | None,
+        *,
+        messages: Sequence[Message] = (),
     ) -> LLMCall:
         price = provider.settings.price
         scrubber = scrubber_of(provider)
         cost = None
         if response is not None and price is not None and outcome != "cached":
             cost = price.cost(response.input_tokens, response.output_tokens)
-        return LLMCall(
+        call = LLMCall(
             provider=provider.kind,
             model=scrubber.scrub(
                 response.model if response is not None and response.model else provider.model
@@ -407,6 +419,19 @@ class LLMSession:
             cost=cost,
             created_at=_now(),
         )
+        observer = instrumentation.current()
+        if observer.enabled and outcome != "cached":
+            observer.judge_call(
+                JudgeCall(
+                    call=call,
+                    provider=provider.kind,
+                    request_model=provider.model,
+                    endpoint=provider.endpoint,
+                    messages=messages,
+                    answer=response.text if response is not None else None,
+                )
+            )
+        return call
 
     async def _transport(
         self,
@@ -446,6 +471,7 @@ class LLMSession:
                         attempt,
                         error.outcome,
                         str(error),
+                        messages=request.messages,
                     )
                 )
                 failures += 1
