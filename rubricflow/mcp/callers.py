@@ -1,0 +1,70 @@
+"""Who calls a tool: the identity and role each MCP request acts with.
+
+Over stdio the caller is the local user, who owns the store (an admin). Over HTTP the
+host (`rubricflow serve`) verifies the bearer token and hands its principal in the ASGI
+scope under `CALLER_SCOPE_KEY`; any object with the `Caller` protocol fits, so the
+server's `Principal` is used as it is and its rules stay in one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from rubricflow.errors import RubricflowError
+
+if TYPE_CHECKING:
+    from rubricflow.store.artifact_models import Artifact
+
+__all__ = ["CALLER_SCOPE_KEY", "Caller", "LocalCaller", "caller_of"]
+
+#: where an HTTP host puts the request's verified caller in the ASGI scope
+CALLER_SCOPE_KEY = "rubricflow.mcp.caller"
+
+
+class Caller(Protocol):
+    """What a tool needs to know of its caller: a name for the audit trail and the
+    rules of its role (submitter < reviewer < admin) and artifact types."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def role(self) -> str: ...
+
+    def allows_role(self, role: str) -> bool: ...
+
+    def allows_type(self, type_name: str) -> bool: ...
+
+    def can_read(self, artifact: Artifact) -> bool: ...
+
+
+@dataclass(frozen=True)
+class LocalCaller:
+    """The user who started `rubricflow mcp` on their own store: may do everything."""
+
+    name: str
+    role: str = "admin"
+
+    def allows_role(self, role: str) -> bool:
+        return True
+
+    def allows_type(self, type_name: str) -> bool:
+        return True
+
+    def can_read(self, artifact: Artifact) -> bool:
+        return True
+
+
+def caller_of(request: Any, default: Caller | None) -> Caller:
+    """The caller of one MCP request: the one the HTTP host verified (found in the
+    request's ASGI scope), else `default` (stdio's local user)."""
+    scope = getattr(request, "scope", None)
+    if isinstance(scope, dict):
+        found = scope.get(CALLER_SCOPE_KEY)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+    if default is None:
+        # an HTTP host that mounted the endpoint without authenticating the request
+        raise RubricflowError("this request carries no verified caller; send an API token")
+    return default
