@@ -5,6 +5,13 @@ dispatcher that runs a model's tool call and returns the provider's tool result
 
 from __future__ import annotations
 
+from rubricflow.tools.dispatch import (
+    ToolCallError,
+    ToolDispatcher,
+    ToolOutcome,
+    dispatch,
+    run_tool_sync,
+)
 from rubricflow.tools.models import (
     EvaluateTextParams,
     EvaluationFeedback,
@@ -26,8 +33,17 @@ from rubricflow.tools.operations import (
     revise_artifact,
     submit_for_review,
 )
+from rubricflow.tools.schemas import (
+    anthropic_tools,
+    openai_responses_tools,
+    openai_tools,
+    parameters_schema,
+)
+from rubricflow.tools.specs import TOOL_NAMES, TOOLS, ToolSpec
 
 __all__ = [
+    "TOOLS",
+    "TOOL_NAMES",
     "EvaluateTextParams",
     "EvaluationFeedback",
     "ExplainRubricParams",
@@ -39,10 +55,20 @@ __all__ = [
     "ReviseArtifactParams",
     "RubricExplained",
     "SubmitForReviewParams",
+    "ToolCallError",
+    "ToolDispatcher",
+    "ToolOutcome",
+    "ToolSpec",
+    "anthropic_tools",
+    "dispatch",
     "evaluate_text",
     "explain_rubric",
     "get_review",
     "list_rubrics",
+    "openai_responses_tools",
+    "openai_tools",
+    "parameters_schema",
     "revise_artifact",
+    "run_tool_sync",
     "submit_for_review",
 ]

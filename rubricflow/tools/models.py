@@ -44,8 +44,14 @@ MAX_CONTENT_CHARS = 1_000_000
 
 
 def _no_nul(value: str) -> str:
+    """Text the store can keep: no NUL, and valid Unicode (JSON may carry a lone
+    surrogate, which no database encodes)."""
     if "\x00" in value:
         raise ValueError("must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text (it holds a lone surrogate)") from None
     return value
 
 
