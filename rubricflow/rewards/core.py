@@ -21,6 +21,8 @@ from typing import Any, Literal
 from rubricflow.engine.executor import evaluate_cases
 from rubricflow.errors import RewardError, RubricflowError
 from rubricflow.formats import load_rubric
+from rubricflow.generation.ranking import rank_batch
+from rubricflow.llm.session import LLMSession
 from rubricflow.model import Rubric, parse_rubric
 from rubricflow.results import Evaluation, Target
 from rubricflow.rewards.columns import RubricColumnCache, completion_text, prompt_text
@@ -29,6 +31,7 @@ from rubricflow.rewards.holistic import holistic_rubric
 __all__ = [
     "Aggregation",
     "OnFailure",
+    "Ranking",
     "RewardOutcome",
     "RubricReward",
     "as_rubric",
@@ -39,6 +42,7 @@ logger = logging.getLogger("rubricflow.rewards")
 
 Aggregation = Literal["explicit", "implicit"]
 OnFailure = Literal["none", "raise"]
+Ranking = Literal["criteria", "group"]
 DEFAULT_CONCURRENCY = 32
 
 
@@ -82,6 +86,14 @@ class RubricReward:
     - `concurrency`: completions evaluated at once.
     - `on_failure`: `none` (the default: None for that completion, reason logged) or
       `raise` (`RewardError`).
+    - `ranking`: `criteria` (the default: each completion scored on its own against the
+      rubric) or `group` (group-aware: consecutive completions with the same prompt,
+      rubric and reference form a GRPO group, one judge call ranks the group against the
+      rubric, and ranks map to rewards: best 1.0, worst 0.0, ties share the mean; see
+      `rubricflow.generation.rank_batch`). A failed group ranking gives each of its
+      completions None with the reason.
+    - `shuffle` (group ranking only): show the judge each group in an order fixed by
+      content, not by the sampler, against position bias.
     """
 
     def __init__(
@@ -95,6 +107,8 @@ class RubricReward:
         concurrency: int = DEFAULT_CONCURRENCY,
         on_failure: OnFailure = "none",
         rubric_cache: RubricColumnCache | None = None,
+        ranking: Ranking = "criteria",
+        shuffle: bool = True,
     ) -> None:
         if aggregation not in ("explicit", "implicit"):
             raise RewardError(
@@ -102,6 +116,13 @@ class RubricReward:
             )
         if on_failure not in ("none", "raise"):
             raise RewardError(f"on_failure {on_failure!r} is not known; use 'none' or 'raise'")
+        if ranking not in ("criteria", "group"):
+            raise RewardError(f"ranking {ranking!r} is not known; use 'criteria' or 'group'")
+        if ranking == "group" and aggregation == "implicit":
+            raise RewardError(
+                "ranking='group' judges a whole group in one call; aggregation='implicit' "
+                "does not apply to it: leave aggregation at its default"
+            )
         self.rubric = None if rubric is None else as_rubric(rubric)
         self.judge = judge
         self.judge_settings = dict(judge_settings or {})
@@ -110,6 +131,8 @@ class RubricReward:
         self.concurrency = concurrency
         self.on_failure = on_failure
         self.rubrics = rubric_cache or RubricColumnCache()
+        self.ranking = ranking
+        self.shuffle = shuffle
 
     def _options(self) -> dict[str, Any]:
         options: dict[str, Any] = {"llm": self.judge, "llm_cache": self.cache}
@@ -155,6 +178,8 @@ class RubricReward:
                     f"{name} has {len(column)} entries for {count} completions; "
                     "give one per completion"
                 )
+        if self.ranking == "group":
+            return await self._rank_groups(prompts, completions, references, rubrics)
         outcomes: list[RewardOutcome | None] = [None] * count
         cases: list[tuple[Rubric, Target]] = []
         indices: list[int] = []
@@ -196,6 +221,57 @@ class RubricReward:
                     raise RewardError(reason) from error
                 for index in indices[position:]:
                     outcomes[index] = self._fail(index, reason)
+        return [outcome or RewardOutcome(None) for outcome in outcomes]
+
+    async def _rank_groups(
+        self,
+        prompts: Sequence[Any] | None,
+        completions: Sequence[Any],
+        references: Sequence[Any] | None,
+        rubrics: Sequence[Any] | None,
+    ) -> list[RewardOutcome]:
+        """Group-aware rewards: one judge call per GRPO group (consecutive rows with one
+        prompt, rubric and reference)."""
+        count = len(completions)
+        outcomes: list[RewardOutcome | None] = [None] * count
+        rows: list[int] = []
+        row_rubrics: list[Rubric | None] = []
+        for index in range(count):
+            cell = None if rubrics is None else rubrics[index]
+            try:
+                rubric = self.rubric if cell is None else self.rubrics.rubric(cell)
+            except (RubricflowError, TypeError, ValueError) as error:
+                outcomes[index] = self._fail(index, f"its rubric cannot be read: {error}")
+                continue
+            rows.append(index)
+            row_rubrics.append(rubric)
+        if rows:
+            session = LLMSession(self.judge, settings=self.judge_settings or None, cache=self.cache)
+            try:
+                batch = await rank_batch(
+                    ["" if prompts is None else prompt_text(prompts[i]) or "" for i in rows],
+                    [completion_text(completions[i]) for i in rows],
+                    judge=session,
+                    rubrics=row_rubrics,
+                    references=[
+                        None
+                        if references is None or references[i] is None
+                        else completion_text(references[i])
+                        for i in rows
+                    ],
+                    concurrency=self.concurrency,
+                    shuffle=self.shuffle,
+                )
+            finally:
+                await session.aclose()
+            for span, ranking in batch.groups:
+                for position, ranked in zip(span, ranking.completions, strict=True):
+                    index = rows[position]
+                    if ranked.reward is None:
+                        reason = f"the group ranking failed: {ranking.error}"
+                        outcomes[index] = self._fail(index, reason)
+                    else:
+                        outcomes[index] = RewardOutcome(ranked.reward)
         return [outcome or RewardOutcome(None) for outcome in outcomes]
 
 
