@@ -45,7 +45,7 @@ MAX_LINKS = 10
 
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 _WHITESPACE = re.compile(r"\s+")
-_SPECIAL = re.compile(r"([\\`*_\[\]()#|~])")
+_SPECIAL = re.compile(r"([\\`*_\[\]#|~])")
 
 
 def _one_line(text: str, limit: int) -> str:

@@ -126,7 +126,7 @@ def _failures(case: ET.Element, evaluation: Evaluation, rubric: Rubric | None) -
 def _errors(case: ET.Element, evaluation: Evaluation) -> None:
     unscored = [r for r in evaluation.criteria if not r.scored]
     for result in unscored:
-        why = result.notes or result.status.replace("_", " ")
+        why = xml_safe(result.notes) or result.status.replace("_", " ")
         message = f"{result.criterion_id}: not scored ({result.status}): {why}"
         _element(case, "error", _body(result), message=_short(message), type=result.status)
     if not unscored:
