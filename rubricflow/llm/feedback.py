@@ -11,7 +11,7 @@ from typing import Any
 
 from rubricflow.llm.answers import AnswerError, extract_json, validate_answer
 from rubricflow.llm.contracts import FEEDBACK_SCHEMA
-from rubricflow.llm.prompts import feedback_prompt
+from rubricflow.llm.prompts import feedback_prompt, question_about, template_identity
 from rubricflow.llm.session import LLMSession, Question, Reading
 from rubricflow.model import Rubric
 from rubricflow.results import CriterionResult, LLMCall, Target
@@ -61,6 +61,7 @@ async def llm_feedback(
         read=_read,
         rubric_hash=rubric.content_hash,
         criterion_ids=(),
+        about=question_about(rubric, target, (), template_identity("feedback")),
     )
     answer = await session.ask(question)
     if answer.ok:

@@ -42,8 +42,10 @@ from rubricflow.llm.prompts import (
     PromptError,
     build_prompt,
     criterion_view,
+    question_about,
     render_rubric_template,
     requirement_view,
+    template_identity,
 )
 from rubricflow.llm.session import Answer, LLMSession, Question, Reading
 from rubricflow.model import Criterion, Rubric, parse_rubric
@@ -69,6 +71,16 @@ STRATEGIES = ("per-criterion", "oneshot", "rubric-as-judge")
 
 class JudgeConfigError(ValueError):
     """A criterion's LLM options cannot be used (reported as an `error` result)."""
+
+
+def _judgespec_template() -> dict[str, str]:
+    """RubricJudgeSpec's prompt is the rubric's (pre/postscript) around these defaults."""
+    import hashlib
+
+    source = "\0".join(
+        (judgespec.SYSTEM_PROMPT, judgespec.DEFAULT_PRESCRIPT, judgespec.DEFAULT_POSTSCRIPT)
+    )
+    return {"name": "judgespec", "hash": hashlib.sha256(source.encode()).hexdigest()}
 
 
 # -- options ------------------------------------------------------------------------
@@ -307,6 +319,7 @@ async def judge_verdict(
         rubric_hash=context.rubric.content_hash,
         criterion_ids=(criterion.id,),
         max_tokens=max_tokens,
+        about=question_about(context.rubric, target, (criterion.id,), template_identity("verdict")),
     )
     answers = await _ask_samples(session, question, samples, temperature)
     tally = _tally(answers, lambda value: _Vote(value["verdict"], value["reasoning"]))
@@ -406,6 +419,7 @@ async def judge_oneshot(
         rubric_hash=context.rubric.content_hash,
         criterion_ids=tuple(ids),
         max_tokens=max_tokens or _oneshot_tokens(session, len(ids)),
+        about=question_about(context.rubric, target, ids, template_identity("oneshot")),
     )
     answers = await _ask_samples(session, question, samples, temperature)
     calls = _calls(answers)
@@ -518,6 +532,7 @@ async def judge_level(
         rubric_hash=context.rubric.content_hash,
         criterion_ids=(criterion.id,),
         max_tokens=max_tokens,
+        about=question_about(context.rubric, target, (criterion.id,), template_identity("level")),
     )
     answers = await _ask_samples(session, question, samples, temperature)
     tally = _tally(answers, lambda value: _Vote(value["level_id"], value["reasoning"]))
@@ -713,6 +728,7 @@ def _judgespec_question(
         criterion_ids=(criterion.id,),
         max_tokens=max_tokens,
         reask_text=reask,
+        about=question_about(context.rubric, target, (criterion.id,), _judgespec_template()),
     )
 
 
@@ -762,6 +778,12 @@ async def judge_score(
             rubric_hash=context.rubric.content_hash,
             criterion_ids=(criterion.id,),
             max_tokens=max_tokens,
+            about=question_about(
+                context.rubric,
+                target,
+                (criterion.id,),
+                template_identity("holistic" if scale.mode == "holistic" else "score"),
+            ),
         )
     answers = await _ask_samples(session, question, samples, temperature)
     # a JSON number is read as the decimal it prints as (the judge's `8.7` is 87/10); a

@@ -8,6 +8,7 @@ content is always a variable's *value*; it is never template source. A rubric's 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -30,8 +31,10 @@ __all__ = [
     "criterion_view",
     "feedback_prompt",
     "judgespec_prompt",
+    "question_about",
     "reask_message",
     "render_rubric_template",
+    "template_identity",
 ]
 
 
@@ -55,6 +58,47 @@ def _environment() -> SandboxedEnvironment:
         keep_trailing_newline=True,
         finalize=_finalize,
     )
+
+
+# the package templates each kind of question is built from (reask.j2 shapes re-asks)
+_JUDGE_TEMPLATES = (
+    "system.j2",
+    "user_head.j2",
+    "criterion.j2",
+    "user_target.j2",
+    "user_tail.j2",
+    "reask.j2",
+)
+_FEEDBACK_TEMPLATES = ("feedback_system.j2", "feedback_user.j2")
+
+
+@lru_cache(maxsize=16)
+def template_identity(task: str) -> dict[str, str]:
+    """The prompt template a judging `task` (`verdict`, `oneshot`, `level`, `score`,
+    `holistic`, `feedback`) is rendered from: its name (`rubricflow:<task>`) and the
+    sha256 of the package template sources, so a recorded answer can say which version of
+    the prompt it answered (see rubricflow.llm.replay)."""
+    names = _FEEDBACK_TEMPLATES if task == "feedback" else _JUDGE_TEMPLATES
+    environment = _environment()
+    assert environment.loader is not None
+    digest = hashlib.sha256()
+    for name in names:
+        source = environment.loader.get_source(environment, name)[0]
+        digest.update(f"{name}\0{source}\0".encode())
+    return {"name": f"rubricflow:{task}", "hash": digest.hexdigest()}
+
+
+def question_about(
+    rubric: Rubric, target: Target, criterion_ids: Sequence[str], template: Mapping[str, str]
+) -> dict[str, Any]:
+    """What a judge question is about (`Question.about`): the rubric, the criteria, the
+    target (its id, else its content hash) and the prompt template's name and hash."""
+    return {
+        "rubric": {"id": rubric.id, "version": rubric.version, "hash": rubric.content_hash},
+        "criteria": list(criterion_ids),
+        "target": target.id or f"sha256:{target.content_hash[:16]}",
+        "template": dict(template),
+    }
 
 
 def _tidy(text: str) -> str:

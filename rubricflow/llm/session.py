@@ -89,6 +89,10 @@ class Question:
     temperature: float | None = None
     max_tokens: int | None = None
     reask_text: Callable[[str], str] | None = None
+    about: Mapping[str, Any] | None = None
+    """What the question is about, for people and for replay (not part of the cache key):
+    rubric id, version and hash, criteria, target, prompt template name and hash. Stored
+    with the cached answer; see rubricflow.llm.replay."""
 
     def messages(self) -> list[Message]:
         messages: list[Message] = []
@@ -361,7 +365,7 @@ class LLMSession:
             if problem is None and reading is not None:
                 answer.value = reading.value
                 answer.problems = ()
-                await self._store(keys, response)
+                await self._store(keys, response, provider, question)
                 return answer
             last_error = problem or "unusable answer"
             logger.info("judge answer rejected (%s): %s", provider.label, redact(last_error))
@@ -513,6 +517,10 @@ class LLMSession:
             logger.warning("judge cache lookup failed: %s", redact(str(error)))
             return None
         if raw is None:
+            # a replay cache (rubricflow.llm.replay) notes what it had no answer for
+            note_miss = getattr(self.cache, "note_miss", None)
+            if note_miss is not None:
+                note_miss(key, question.about)
             return None
         try:
             stored = json.loads(raw)
@@ -534,19 +542,26 @@ class LLMSession:
         )
         return cached, record
 
-    async def _store(self, keys: list[str], response: ProviderResponse) -> None:
+    async def _store(
+        self,
+        keys: list[str],
+        response: ProviderResponse,
+        provider: LLMProvider,
+        question: Question,
+    ) -> None:
         if self.cache is None or not keys:
             return
-        value = json.dumps(
-            {
-                "text": response.text,
-                "model": response.model,
-                "input_tokens": response.input_tokens,
-                "output_tokens": response.output_tokens,
-                "created_at": _now(),
-            },
-            ensure_ascii=False,
-        )
+        entry: dict[str, Any] = {
+            "text": response.text,
+            "model": response.model,
+            "input_tokens": response.input_tokens,
+            "output_tokens": response.output_tokens,
+            "created_at": _now(),
+            "provider": provider.identity,
+        }
+        if question.about is not None:
+            entry["about"] = dict(question.about)
+        value = json.dumps(entry, ensure_ascii=False)
         for key in keys:
             try:
                 await self.cache.put(key, value)
