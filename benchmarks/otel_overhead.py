@@ -1,0 +1,109 @@
+"""Issue 20, item 5: OpenTelemetry costs nothing without an SDK.
+
+The deterministic review gate (`benchmarks/gate.py`'s rubricflow side: create and review
+artifacts against five checks and a JSON Schema, on a SQLite file) in fresh interpreters,
+in rounds that alternate between:
+
+- `api`: `opentelemetry-api` installed and imported by the program (as a library it uses
+  might), no SDK tracer provider configured: rubricflow's instrumentation seam looks, finds
+  the API's proxy provider, and keeps its do-nothing probes;
+- `absent`: a meta-path finder makes `import opentelemetry` fail, as if it were not
+  installed.
+
+Each round is its own process (a warm-up of 20 artifacts, then the timed ones), so
+neither side inherits the other's imports or caches. The figure is the median over
+pairs of (seconds absent / seconds with the API): 1.0 means no cost, and the bar is 0.97.
+The machine may be shared and loaded, hence many alternating pairs and the median.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.abc
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ARTIFACTS = 300
+QUICK_ARTIFACTS = 60
+PAIRS = 15
+QUICK_PAIRS = 2
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class _NoOpenTelemetry(importlib.abc.MetaPathFinder):
+    def find_spec(self, name: str, path: Any, target: Any = None) -> None:
+        if name == "opentelemetry" or name.startswith("opentelemetry."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+async def _round(mode: str, count: int, folder: Path) -> dict[str, Any]:
+    if mode == "absent":
+        sys.meta_path.insert(0, _NoOpenTelemetry())
+    else:
+        import opentelemetry.trace  # noqa: F401  (the program uses the API, no SDK)
+    from benchmarks.gate import SEED, artifacts, rubricflow_round
+
+    contents = artifacts(count, SEED)
+    await rubricflow_round(folder, contents[:20], -1)
+    timed = await rubricflow_round(folder, contents, 0)
+    import rubricflow.instrumentation as instrumentation
+
+    return {
+        "seconds": timed["seconds"],
+        "instrumentation": type(instrumentation.current()).__name__,
+        "otel_imported": "opentelemetry.trace" in sys.modules,
+    }
+
+
+def _run_round(mode: str, count: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as folder:
+        done = subprocess.run(
+            [sys.executable, "-m", "benchmarks.otel_overhead", mode, str(count), folder],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=900,
+        )
+    if done.returncode != 0:
+        raise RuntimeError(f"the {mode} round failed: {done.stderr[-2000:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+async def run(quick: bool = False) -> dict[str, Any]:
+    count = QUICK_ARTIFACTS if quick else ARTIFACTS
+    pairs = QUICK_PAIRS if quick else PAIRS
+    with_api: list[float] = []
+    absent: list[float] = []
+    ratios: list[float] = []
+    for index in range(pairs):
+        # alternate which side goes first, so neither always follows the other
+        order = ("api", "absent") if index % 2 == 0 else ("absent", "api")
+        got = {mode: await asyncio.to_thread(_run_round, mode, count) for mode in order}
+        if got["api"]["instrumentation"] != "Instrumentation" or got["absent"]["otel_imported"]:
+            raise RuntimeError(f"a round did not run as intended: {got}")
+        with_api.append(got["api"]["seconds"])
+        absent.append(got["absent"]["seconds"])
+        ratios.append(got["absent"]["seconds"] / got["api"]["seconds"])
+    return {
+        "artifacts": count,
+        "pairs": pairs,
+        "api_no_sdk_s": [round(s, 3) for s in with_api],
+        "api_absent_s": [round(s, 3) for s in absent],
+        "api_no_sdk_artifacts_per_s": count / statistics.median(with_api),
+        "api_absent_artifacts_per_s": count / statistics.median(absent),
+        "pair_ratios": [round(r, 4) for r in ratios],
+        "best_round_ratio": min(absent) / min(with_api),
+        "with api / without (bar >= 0.97)": statistics.median(ratios),
+    }
+
+
+if __name__ == "__main__":
+    mode, count, folder = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
+    print(json.dumps(asyncio.run(_round(mode, count, folder))))
