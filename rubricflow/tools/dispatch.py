@@ -89,6 +89,8 @@ def _fix_for(error: Mapping[str, Any], spec: ToolSpec) -> str:
     fields = ", ".join(spec.params.model_fields)
     if kind == "missing":
         return "add it"
+    if kind == "string_unicode":
+        return "send valid Unicode text (it holds a lone surrogate)"
     if kind == "extra_forbidden":
         return f"remove it; {spec.name} takes: {fields}"
     if kind.startswith(("string_", "int_", "bool_", "float_", "literal_", "list_", "model_")):
