@@ -63,8 +63,12 @@ def markdown_text(text: str, limit: int = TEXT_LIMIT) -> str:
 
 def markdown_code(text: str, limit: int = ID_LIMIT) -> str:
     """An id as a code span, safe in a table cell: a fence longer than any run of
-    backticks in it, padded when it starts or ends with one; pipes escaped."""
-    text = _one_line(text, limit) or " "
+    backticks in it, padded when it starts or ends with one; pipes escaped; a long id
+    keeps its start and its end."""
+    text = _WHITESPACE.sub(" ", _CONTROL.sub("", text)).strip() or " "
+    if len(text) > limit:  # ids often differ at the end: keep both ends
+        tail = limit // 3
+        text = text[: limit - tail - 1] + "…" + text[-tail:]
     longest = max((len(run) for run in re.findall("`+", text)), default=0)
     fence = "`" * (longest + 1)
     if text.startswith("`") or text.endswith("`"):
@@ -118,6 +122,9 @@ def _flip_order(flip: VerdictFlip) -> tuple[int, float, str]:
     return group, flip.score_b - flip.score_a, flip.target_id
 
 
+_UNLISTED = "_Not listed: the comment's size limit; `rubricflow compare --json` has them._"
+
+
 def _more(shown: int, total: int, what: str) -> list[str]:
     return [f"_… and {total - shown:,} more {what}_", ""] if total > shown else []
 
@@ -125,8 +132,11 @@ def _more(shown: int, total: int, what: str) -> list[str]:
 def _flips_section(flips: Sequence[VerdictFlip], rows: int) -> list[str]:
     if not flips:
         return ["No target changed verdict.", ""]
+    heading = f"#### Flipped targets ({len(flips):,})"
+    if rows == 0:
+        return [heading, "", _UNLISTED, ""]
     lines = [
-        f"#### Flipped targets ({len(flips):,})",
+        heading,
         "",
         "| target | A | B | score A | score B |",
         "|---|---|---|--:|--:|",
@@ -145,8 +155,11 @@ def _flips_section(flips: Sequence[VerdictFlip], rows: int) -> list[str]:
 def _criteria_section(drops: Sequence[CriterionDelta], rows: int) -> list[str]:
     if not drops:
         return ["No criterion's pass rate dropped.", ""]
+    heading = f"#### Worst criteria ({len(drops):,} dropped)"
+    if rows == 0:
+        return [heading, "", _UNLISTED, ""]
     lines = [
-        f"#### Worst criteria ({len(drops):,} dropped)",
+        heading,
         "",
         "| criterion | pass rate A | pass rate B | change |",
         "|---|--:|--:|--:|",
@@ -198,10 +211,14 @@ def _render(
         "",
     ]
     if found:
-        shown = found[:MAX_CRITERIA]
-        reasons = "; ".join(markdown_text(str(regression)) for regression in shown)
-        extra = f"; and {len(found) - len(shown):,} more" if len(found) > len(shown) else ""
-        lines += [f"**Regression** beyond threshold {threshold:g}: {reasons}{extra}", ""]
+        overall = [r for r in found if r.kind == "pass_rate"]
+        criteria = [r for r in found if r.kind == "criterion"]
+        reasons = [markdown_text(str(r)) for r in overall]
+        if len(criteria) <= 3:
+            reasons += [markdown_text(str(r), ID_LIMIT * 2) for r in criteria]
+        else:
+            reasons.append(f"the pass rates of {len(criteria):,} criteria fell (see below)")
+        lines += [f"**Regression** beyond threshold {threshold:g}: {'; '.join(reasons)}", ""]
     else:
         lines += [f"No regression beyond threshold {threshold:g}.", ""]
     lines += _flips_section(flips, flip_rows)
