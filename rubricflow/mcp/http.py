@@ -27,8 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = ["McpHttpEndpoint", "bind_caller"]
 
-_LOOPBACK = ("127.0.0.1", "localhost", "::1")
-
 Scope = dict[str, Any]
 Receive = Callable[[], Any]
 Send = Callable[[dict[str, Any]], Any]
@@ -51,14 +49,14 @@ class McpHttpEndpoint:
         application: Callable[[], Application],
         *,
         judge: str | None = None,
-        host: str | None = None,
+        loopback: bool = False,
         max_body_bytes: int | None = None,
     ) -> None:
         """`application()` gives the host's open application; `judge` scores
-        evaluate_text's LLM criteria; on a loopback `host`, requests whose Host or
-        Origin is not a loopback name are refused (DNS rebinding)."""
+        evaluate_text's LLM criteria; a host bound to a `loopback` address refuses
+        requests whose Host or Origin is not a loopback name (DNS rebinding)."""
         security = None
-        if host in _LOOPBACK:
+        if loopback:
             security = TransportSecuritySettings(
                 enable_dns_rebinding_protection=True,
                 allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
