@@ -47,7 +47,8 @@ async def _round(mode: str, count: int, folder: Path) -> dict[str, Any]:
         sys.meta_path.insert(0, _NoOpenTelemetry())
     else:
         import opentelemetry.trace  # noqa: F401  (the program uses the API, no SDK)
-    from benchmarks.gate import SEED, artifacts, rubricflow_round
+    from benchmarks.gate import SEED, rubricflow_round
+    from benchmarks.gate_checks import artifacts
 
     contents = artifacts(count, SEED)
     await rubricflow_round(folder, contents[:20], -1)
