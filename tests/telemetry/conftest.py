@@ -4,7 +4,7 @@ fresh plugin registry, and undone afterwards; the judge tests' clean LLM environ
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -47,7 +47,7 @@ def traced_plugins(provider: TracerProvider) -> Iterator[PluginRegistry]:
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> Iterator[Store]:
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
     opened = await Store.open(f"sqlite+aiosqlite:///{tmp_path / 'telemetry.db'}")
     yield opened
     await opened.close()
