@@ -329,3 +329,14 @@ class Application:
         from rubricflow.llm.cache import cleared_stats
 
         return await cleared_stats(self.store.judge_cache, clear=clear)
+
+    async def judge_cache_entries(self) -> list[tuple[str, str]]:
+        """Every (key, value) in the store's judge cache, by key (`llm cache export`)."""
+        return await self.store.judge_cache.entries()
+
+    async def judge_cache_add(self, entries: Sequence[tuple[str, str]]) -> int:
+        """Add (key, value) answers to the store's judge cache (`llm cache import`); a key
+        already there keeps its answer. Returns how many were given."""
+        for key, value in entries:
+            await self.store.judge_cache.put(key, value)
+        return len(entries)

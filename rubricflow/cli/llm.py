@@ -90,8 +90,16 @@ def check(
     raise typer.Exit(0 if report.ok else 1)
 
 
-@llm_app.command("cache")
+cache_app = typer.Typer(
+    help="Show or clear the judge answer cache; export or import recorded answers.",
+    rich_markup_mode=None,
+)
+llm_app.add_typer(cache_app, name="cache")
+
+
+@cache_app.callback(invoke_without_command=True)
 def cache(
+    ctx: typer.Context,
     clear: Annotated[bool, typer.Option("--clear", help="Remove every cached answer.")] = False,
     db: Annotated[
         str | None,
@@ -115,7 +123,11 @@ def cache(
     """Show where the judge answer cache is and how big it is (or clear it).
 
     Without --db or --store this is the local cache file `rubricflow eval` uses; with
-    them, the `judge_cache` table of a store, which `rubricflow eval --db URL` uses."""
+    them, the `judge_cache` table of a store, which `rubricflow eval --db URL` uses.
+    `export FILE` and `import FILE` write and read a recorded-answers file (for
+    `pytest --rubric-replay`)."""
+    if ctx.invoked_subcommand is not None:
+        return
     if db is not None or use_store:
         _store_cache(db, clear=clear, as_json=as_json)
         return
@@ -175,3 +187,120 @@ def _show_cache_stats(stats: dict[str, Any], summary: str, *, as_json: bool) -> 
         out.print(f"removed {stats['removed']} cached answer(s)")
     out.print(summary)
     return True
+
+
+_DB_OPTION = typer.Option(
+    "--db",
+    metavar="URL",
+    help="Use the judge cache in this store (URL or SQLite file) instead of the local file.",
+)
+_STORE_OPTION = typer.Option(
+    "--store", help="Use the judge cache in the store at $RUBRICFLOW_DB, else ./rubricflow.db."
+)
+
+
+def _cache_entries(db: str | None, use_store: bool) -> list[tuple[str, str]]:
+    """Every (key, value) of the local cache file, or of a store's cache."""
+    if db is not None or use_store:
+        from rubricflow.store.url import existing_store_url
+
+        try:
+            url = existing_store_url(db)
+        except RubricflowError as error:
+            fail(str(error))
+        entries: list[tuple[str, str]] = run_with_app(url, lambda app: app.judge_cache_entries())
+        return entries
+    from rubricflow.llm.cache import default_cache
+
+    local = default_cache()
+    try:
+        return asyncio.run(local.entries())
+    except Exception as error:
+        fail(f"{local.path}: {error}")
+    finally:
+        local.close()
+
+
+@cache_app.command("export")
+def export(
+    file: Annotated[
+        str, typer.Argument(metavar="FILE", help="The recorded-answers file to write (JSON Lines).")
+    ],
+    rubric: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--rubric",
+            metavar="ID",
+            help="Only the answers about this rubric id (repeatable); default: every answer.",
+        ),
+    ] = None,
+    db: Annotated[str | None, _DB_OPTION] = None,
+    use_store: Annotated[bool, _STORE_OPTION] = False,
+) -> None:
+    """Write the cached judge answers to FILE: a versioned, sorted recorded-answers file
+    to commit, so `pytest --rubric-replay FILE` (or `llm cache import FILE` then `eval`)
+    gives the same verdicts offline with no key. One line per judge call, keyed as the
+    cache keys it, with the rubric, criteria, target and prompt template it answered."""
+    from rubricflow.llm.replay import recorded_answer, write_answers
+
+    answers = [
+        a for key, value in _cache_entries(db, use_store) if (a := recorded_answer(key, value))
+    ]
+    if rubric:
+        wanted = set(rubric)
+        answers = [a for a in answers if (a.about.get("rubric") or {}).get("id") in wanted]
+    try:
+        count = write_answers(file, answers)
+    except RubricflowError as error:
+        fail(str(error))
+    unnamed = sum(1 for a in answers if not a.about)
+    out.print(f"wrote {count} judge answer(s) to {escape(file)}")
+    if unnamed:
+        err.print(
+            f"note: {unnamed} answer(s) were cached before answers recorded what they are "
+            "about; they replay, but a miss cannot name their case"
+        )
+
+
+@cache_app.command("import")
+def import_(
+    file: Annotated[
+        str, typer.Argument(metavar="FILE", help="A recorded-answers file (from `export`).")
+    ],
+    db: Annotated[str | None, _DB_OPTION] = None,
+    use_store: Annotated[bool, _STORE_OPTION] = False,
+) -> None:
+    """Add the answers recorded in FILE to the judge cache (the local file, or a
+    store's), so `rubricflow eval` and reviews are served from them."""
+    from rubricflow.llm.replay import read_answers
+
+    try:
+        answers = read_answers(file)
+    except RubricflowError as error:
+        fail(str(error))
+    entries = [(a.key, a.cache_value()) for a in answers]
+    if db is not None or use_store:
+        from rubricflow.store.url import existing_store_url
+
+        try:
+            url = existing_store_url(db)
+        except RubricflowError as error:
+            fail(str(error))
+        run_with_app(url, lambda app: app.judge_cache_add(entries))
+        where = "the store's judge cache"
+    else:
+        from rubricflow.llm.cache import default_cache
+
+        local = default_cache()
+
+        async def put_all() -> None:
+            await asyncio.gather(*(local.put(key, value) for key, value in entries))
+
+        try:
+            asyncio.run(put_all())
+        except Exception as error:
+            fail(f"{local.path}: {error}")
+        finally:
+            local.close()
+        where = str(local.path)
+    out.print(f"imported {len(entries)} judge answer(s) into {escape(where)}")

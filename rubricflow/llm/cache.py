@@ -156,6 +156,10 @@ class MemoryJudgeCache:
     def __len__(self) -> int:
         return len(self.data)
 
+    async def entries(self) -> list[tuple[str, str]]:
+        """Every (key, value), by key."""
+        return sorted(self.data.items())
+
 
 class SQLiteJudgeCache:
     """A SQLite file (stdlib `sqlite3`, run in a worker thread; WAL mode so several
@@ -249,6 +253,15 @@ class SQLiteJudgeCache:
     async def stats(self) -> dict[str, Any]:
         """Path, number of entries and file size."""
         return await asyncio.to_thread(self._stats)
+
+    def _entries(self) -> list[tuple[str, str]]:
+        with self._lock:
+            rows = self._connect().execute("SELECT key, value FROM judge_cache ORDER BY key")
+            return [(str(key), str(value)) for key, value in rows]
+
+    async def entries(self) -> list[tuple[str, str]]:
+        """Every (key, value), by key (for `rubricflow llm cache export`)."""
+        return await asyncio.to_thread(self._entries)
 
     async def clear(self) -> int:
         """Remove every entry; returns how many there were."""

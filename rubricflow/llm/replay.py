@@ -85,10 +85,13 @@ class RecordedAnswer:
 
     def sort_key(self) -> tuple[Any, ...]:
         rubric = self.about.get("rubric") or {}
+        _, template, criteria, target = self.case
         return (
             str(rubric.get("id", "")),
             str(rubric.get("version", "")),
-            *self.case[1:],
+            target,
+            criteria,
+            template,
             self.key,
         )
 

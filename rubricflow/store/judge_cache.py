@@ -1,7 +1,7 @@
 """The judge cache kept in the store, so several workers share answers (see rubricflow.llm).
 
 Implements the `JudgeCache` protocol: `await get(key)` and `await put(key, value)`; and,
-for `rubricflow llm cache --db URL`, `stats()` and `clear()`.
+for `rubricflow llm cache --db URL`, `stats()`, `entries()` and `clear()`.
 """
 
 from __future__ import annotations
@@ -62,6 +62,14 @@ class StoreJudgeCache:
             "chars": int(chars),
             "hits": int(hits),
         }
+
+    async def entries(self) -> list[tuple[str, str]]:
+        """Every (key, value), by key (for `rubricflow llm cache export --db URL`)."""
+        async with self.database.read() as connection:
+            rows = await connection.execute(
+                sa.select(_cache.c.key, _cache.c.value).order_by(_cache.c.key)
+            )
+            return [(str(row.key), str(row.value)) for row in rows]
 
     async def clear(self) -> int:
         """Remove every cached answer; returns how many there were."""

@@ -78,3 +78,11 @@ def rubrics(pytester: pytest.Pytester) -> Path:
 
 def spec(server: ScriptedServer) -> str:
     return f"openai:judge@{server.url}/v1"
+
+
+@pytest.fixture(autouse=True)
+def inner_ini(request: pytest.FixtureRequest) -> None:
+    """The runs pytester makes get this repo's asyncio setting (no deprecation noise)."""
+    if "pytester" in request.fixturenames:
+        pytester: pytest.Pytester = request.getfixturevalue("pytester")
+        pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
