@@ -1,0 +1,101 @@
+"""MCP over streamable HTTP at `/mcp` of a real `rubricflow serve` (one uvicorn process for
+the module), driven by the SDK's own client, behind the API's tokens and roles."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from conftest import FAIL, PASS, McpServer, error_text, structured
+
+from rubricflow.tools.models import GetReviewParams, ReviseArtifactParams
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+
+
+@pytest.mark.parametrize("token", [None, "rf_not-a-token"])
+def test_no_valid_token_is_401_problem(mcp_server: McpServer, token: str | None) -> None:
+    headers = dict(MCP_HEADERS)
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    response = httpx.post(mcp_server.url, json=INITIALIZE, headers=headers, timeout=30)
+    assert response.status_code == 401
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.headers["www-authenticate"].startswith("Bearer")
+    problem = response.json()
+    assert problem["status"] == 401 and "token" in problem["detail"]
+    assert problem["instance"] == "/mcp"
+
+
+async def test_tools_and_resources_over_http(mcp_server: McpServer) -> None:
+    async with mcp_server.client(mcp_server.tokens.sub) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        resources = (await client.list_resources()).resources
+        rubric = await client.read_resource("rubric://gate@1.0.0")
+        explained = structured(await client.call_tool("explain_rubric", {"rubric": "gate"}))
+        evaluated = structured(
+            await client.call_tool("evaluate_text", {"rubric": "gate", "content": FAIL})
+        )
+    assert tools["get_review"].input_schema == GetReviewParams.model_json_schema()
+    assert tools["revise_artifact"].input_schema == ReviseArtifactParams.model_json_schema()
+    assert {r.uri for r in resources} == {"rubric://gate", "rubric://tone"}
+    assert json.loads(rubric.contents[0].text)["version"] == "1.0.0"  # type: ignore[union-attr]
+    assert explained["version"] == "1.1.0"
+    assert evaluated["verdict"] == "fail" and evaluated["fixes"][0]["criterion_id"] == "clean"
+
+
+async def test_roles_and_owners_hold_for_tools(mcp_server: McpServer) -> None:
+    tokens = mcp_server.tokens
+    async with mcp_server.client(tokens.sub) as sub:
+        submitted = structured(
+            await sub.call_tool("submit_for_review", {"artifact_type": "note", "content": FAIL})
+        )
+        artifact = submitted["artifact_id"]
+        assert submitted["status"] == "needs_revision"
+        # the token's types bound what it may submit
+        refused = error_text(
+            await sub.call_tool("submit_for_review", {"artifact_type": "secret", "content": PASS})
+        )
+        assert "'secret'" in refused and "token" in refused
+    # another submitter neither sees nor revises it: as if it did not exist
+    async with mcp_server.client(tokens.other) as other:
+        hidden = error_text(await other.call_tool("get_review", {"artifact_id": artifact}))
+        assert f"no artifact {artifact!r}" in hidden
+        refused = error_text(
+            await other.call_tool("revise_artifact", {"artifact_id": artifact, "content": PASS})
+        )
+        assert f"no artifact {artifact!r}" in refused
+    # a reviewer reads every artifact; the audit trail names the token, not a claim
+    async with mcp_server.client(tokens.rev) as reviewer:
+        review = structured(await reviewer.call_tool("get_review", {"artifact_id": artifact}))
+        assert review["status"] == "needs_revision"
+        actors = {step["action"]: step["actor"] for step in review["history"]}
+        assert actors["create"] == actors["submit"] == "sub"
+    async with mcp_server.client(tokens.sub) as sub:
+        revised = structured(
+            await sub.call_tool("revise_artifact", {"artifact_id": artifact, "content": PASS})
+        )
+        assert revised["status"] == "approved"
+        metadata = {"key": "submitter", "value": "bot-7"}
+        claimed = structured(
+            await sub.call_tool(
+                "submit_for_review",
+                {"artifact_type": "note", "content": PASS, "metadata": [metadata]},
+            )
+        )
+    # the artifact is the API's too: the same token reads it over REST
+    with mcp_server.server.client(tokens.sub) as http:
+        shown = http.get(f"/v1/artifacts/{claimed['artifact_id']}")
+        assert shown.status_code == 200
+        assert shown.json()["created_by"] == "sub"
