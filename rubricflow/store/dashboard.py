@@ -323,25 +323,28 @@ class DashboardQueries:
 
     async def queue_counts(self, queue: QueueFilter) -> dict[str, int]:
         """How many artifacts each bucket holds under `queue`'s filters (its `bucket`
-        choice aside), in one query: counted per (status, awaiting approval, failed) in
-        SQL (an index-only scan of the states index), each group then given to its
-        bucket here (a handful of groups)."""
+        choice aside), in one query: counted per (status, awaiting approval, failures) in
+        SQL (an index-only scan of the states index, unsorted), each group then given to
+        its bucket here (a handful of groups)."""
         if not queue.buckets:
             return {}
         c = _artifacts.c
         statuses = sorted({status for bucket in queue.buckets for status in bucket.statuses})
-        failed = (sa.func.coalesce(c.failures, 0) > 0).label("failed")
+        # grouped by the index's own columns, in its order: the groups stream out of the
+        # index with no sort (an expression such as `failures > 0` needs a temporary
+        # B-tree over every queued row); `failed` is decided here per group
         query = (
-            sa.select(c.status, c.awaiting_approval, failed, sa.func.count().label("n"))
+            sa.select(c.status, c.awaiting_approval, c.failures, sa.func.count().label("n"))
             .where(c.status.in_(statuses), *queue._common())
-            .group_by(c.status, c.awaiting_approval, failed)
+            .group_by(c.status, c.awaiting_approval, c.failures)
         )
         async with self.database.read() as connection:
             rows = (await connection.execute(query)).all()
         counts = {bucket.name: 0 for bucket in queue.buckets}
         for row in rows:
+            failed = (row.failures or 0) > 0
             for bucket in queue.buckets:
-                if bucket.holds(row.status, bool(row.awaiting_approval), bool(row.failed)):
+                if bucket.holds(row.status, bool(row.awaiting_approval), failed):
                     counts[bucket.name] += int(row.n)
                     break
         return counts
