@@ -34,6 +34,8 @@ from rubricflow.errors import (
     NotFoundError,
     PreconditionFailedError,
     RubricflowError,
+    RubricVersionConflictError,
+    StoreError,
 )
 from rubricflow.tools.schemas import anthropic_tools, openai_responses_tools, openai_tools
 from rubricflow.tools.specs import HostSettings, ToolSpec, select_tools
@@ -115,6 +117,8 @@ def _refusal_kind(error: RubricflowError) -> str:
         return "version_conflict"
     if isinstance(error, IllegalTransitionError):
         return "not_allowed"
+    if isinstance(error, StoreError) and not isinstance(error, RubricVersionConflictError):
+        return "store_error"
     return "refused"
 
 
@@ -206,7 +210,13 @@ class ToolDispatcher:
             message = await self.application.artifacts.explain_refusal(error)
             return _error(_refusal_kind(error), message)
         except RubricflowError as error:
-            return _error(_refusal_kind(error), str(error))
+            kind = _refusal_kind(error)
+            if kind == "store_error":  # the host's to fix: its details (the database) stay here
+                logger.warning("tool %s: %s", spec.name, error)
+                return _error(
+                    kind, f"{spec.name} failed: the review store is unavailable; retry later"
+                )
+            return _error(kind, str(error))
         except asyncio.CancelledError:
             raise
         except Exception as error:  # a fault of the host's, not the model's: log it whole

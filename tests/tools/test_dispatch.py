@@ -447,3 +447,20 @@ async def test_a_tool_call_of_no_known_shape_is_the_host_s_error(app: Applicatio
         await tools.dispatch({"tool": "get_review"})
     with pytest.raises(ToolCallError, match="must be a mapping"):
         await tools.dispatch("get_review")
+
+
+async def test_a_store_that_fails_is_a_store_error_that_names_no_database(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import sqlite3
+    from contextlib import closing
+
+    path = tmp_path / "broken.db"
+    async with await Application.open(f"sqlite+aiosqlite:///{path}") as application:
+        with closing(sqlite3.connect(path)) as connection:  # a table dropped under us
+            connection.execute("DROP TABLE rubric_versions")
+            connection.commit()
+        error = await error_of(ToolDispatcher(application), "list_rubrics", {})
+    assert error["type"] == "store_error"
+    assert error["message"] == "list_rubrics failed: the review store is unavailable; retry later"
+    assert "no such table: rubric_versions" in caplog.text and str(path) in caplog.text
