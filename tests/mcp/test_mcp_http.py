@@ -4,6 +4,8 @@ the module), driven by the SDK's own client, behind the API's tokens and roles."
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import httpx
 import pytest
@@ -99,3 +101,22 @@ async def test_roles_and_owners_hold_for_tools(mcp_server: McpServer) -> None:
         shown = http.get(f"/v1/artifacts/{claimed['artifact_id']}")
         assert shown.status_code == 200
         assert shown.json()["created_by"] == "sub"
+
+
+def test_without_the_extra_serve_mounts_nothing() -> None:
+    """Where the SDK cannot be imported, the API is served as before and /mcp is not a
+    route (a request gets the API's 404)."""
+    script = (
+        "import sys; sys.modules['mcp'] = None\n"
+        "from fastapi import FastAPI\n"
+        "from rubricflow.server.mcp_mount import mount_mcp\n"
+        "from rubricflow.server.settings import ServerSettings\n"
+        "app = FastAPI()\n"
+        "run = mount_mcp(app, ServerSettings())\n"
+        "with run():\n"
+        "    print(sorted(getattr(r, 'path', '') for r in app.router.routes))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "/mcp" not in done.stdout and "/docs" in done.stdout

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import FAIL, PASS, error_text, stdio_client, structured
+from llm.scripted import Recorded, Reply, ScriptedServer, openai_reply, verdict
 from mcp.shared.exceptions import MCPError
 
 from rubricflow.tools.models import (
@@ -233,3 +234,29 @@ def test_a_judge_that_cannot_work_is_refused_at_start(tmp_path: Any) -> None:
     )
     assert done.returncode == 2
     assert "--llm nosuch:model" in done.stderr and "Traceback" not in done.stderr
+
+
+def _polite(request: Recorded) -> Reply:
+    content = str(request.messages[-1]["content"]).split("<content>")[-1].lower()
+    return openai_reply(verdict("MET" if "please" in content else "UNMET"))
+
+
+async def test_the_hosts_judge_scores_llm_criteria(store_db: str) -> None:
+    """`--llm` chooses the judge; the tool call only names the rubric."""
+    with ScriptedServer(_polite) as judge:
+        async with stdio_client(store_db, "--llm", f"openai:judge@{judge.url}/v1") as client:
+            polite = structured(
+                await client.call_tool("evaluate_text", {"rubric": "tone", "content": "please"})
+            )
+            rude = structured(
+                await client.call_tool("evaluate_text", {"rubric": "tone", "content": "go away"})
+            )
+            chosen = error_text(
+                await client.call_tool(
+                    "evaluate_text", {"rubric": "tone", "content": "x", "llm": "python:os:system"}
+                )
+            )
+    assert (polite["verdict"], rude["verdict"]) == ("pass", "fail")
+    assert rude["fixes"][0]["criterion_id"] == "polite"
+    assert len(judge.requests) == 2
+    assert "llm" in chosen and "Extra inputs are not permitted" in chosen
