@@ -120,10 +120,16 @@ def run_with_app(
     from rubricflow.application import Application
 
     async def main() -> T:
+        from rubricflow.telemetry import attach
+
         async with await Application.open(
             db, upgrade=upgrade, lease_seconds=lease_seconds
         ) as application:
-            return await work(application)
+            detach = attach(application)  # review transitions as span events, when tracing
+            try:
+                return await work(application)
+            finally:
+                detach()
 
     try:
         return asyncio.run(main())

@@ -14,6 +14,7 @@ from rubricflow.telemetry.content import STANDARD_ENV as STANDARD_CAPTURE_CONTEN
 from rubricflow.telemetry.content import capture_content
 from rubricflow.telemetry.setup import (
     api_installed,
+    attach,
     automatic,
     instrument,
     sdk_configured,
@@ -24,6 +25,7 @@ __all__ = [
     "CAPTURE_CONTENT_ENV",
     "STANDARD_CAPTURE_CONTENT_ENV",
     "api_installed",
+    "attach",
     "automatic",
     "capture_content",
     "instrument",

@@ -18,7 +18,14 @@ if TYPE_CHECKING:  # imported when instrumenting: the automatic path stays light
     from rubricflow.plugins import PluginRegistry
     from rubricflow.review.events import EventBus
 
-__all__ = ["api_installed", "automatic", "instrument", "sdk_configured", "uninstrument"]
+__all__ = [
+    "api_installed",
+    "attach",
+    "automatic",
+    "instrument",
+    "sdk_configured",
+    "uninstrument",
+]
 
 INSTALL_HINT = "install it with: pip install 'rubricflow[otel]' (and an SDK to export spans)"
 
@@ -107,6 +114,30 @@ def instrument(
     listener = TransitionListener(tracer, capture_content=capture)
     bus.add_callback(listener)
     _installed.listeners.append((bus, listener))
+
+
+def attach(target: Any) -> Callable[[], None]:
+    """For the long-running faces (the server, the CLI's commands and workers): when
+    telemetry is on (an SDK tracer provider configured, or `RUBRICFLOW_OTEL=1`), record
+    the review transitions of `target` (an `Application`, ...) with the spans' settings,
+    and return what undoes it. When it is off this imports nothing and does nothing."""
+    chosen = instrumentation.current()
+    if not chosen.enabled:
+        return _nothing
+    from rubricflow.review.events import EventBus
+    from rubricflow.telemetry.spans import SpanInstrumentation
+    from rubricflow.telemetry.transitions import TransitionListener
+
+    if not isinstance(chosen, SpanInstrumentation):
+        return _nothing
+    bus = EventBus.of(_plugins_of(target))
+    listener = TransitionListener(chosen.tracer, capture_content=chosen.capture_content)
+    bus.add_callback(listener)
+    return lambda: bus.remove_callback(listener)
+
+
+def _nothing() -> None:
+    return None
 
 
 def uninstrument() -> None:
