@@ -17,6 +17,7 @@ Both schemas are self-contained (no `$ref`: definitions are inlined), closed
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -101,13 +102,20 @@ def _tidy(node: Any, *, strict: bool) -> Any:
     return out
 
 
-def parameters_schema(model: type[BaseModel], *, strict: bool = True) -> dict[str, Any]:
-    """The JSON Schema of a tool's parameters model, self-contained and closed; with
-    `strict`, in the form OpenAI's strict mode accepts (see the module's docstring)."""
+@functools.lru_cache(maxsize=64)
+def _schema_text(model: type[BaseModel], strict: bool) -> str:
     raw = model.model_json_schema(mode="validation")
     inlined = _inline(raw, raw.get("$defs", {}))
     inlined.pop("description", None)  # the tool's own description says it
-    schema: dict[str, Any] = _tidy(inlined, strict=strict)
+    return json.dumps(_tidy(inlined, strict=strict))
+
+
+def parameters_schema(model: type[BaseModel], *, strict: bool = True) -> dict[str, Any]:
+    """The JSON Schema of a tool's parameters model, self-contained and closed; with
+    `strict`, in the form OpenAI's strict mode accepts (see the module's docstring).
+    Generated once per model (a bot loop asks for the tools every turn); each call
+    returns a fresh copy the caller may change."""
+    schema: dict[str, Any] = json.loads(_schema_text(model, strict))
     return schema
 
 

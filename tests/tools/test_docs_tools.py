@@ -36,7 +36,8 @@ def test_the_error_table_lists_every_error_type() -> None:
     source = (ROOT / "rubricflow" / "tools" / "dispatch.py").read_text(encoding="utf-8")
     produced = set(
         re.findall(
-            r'"(invalid_\w+|unknown_tool|not_\w+|version_conflict|refused|internal_error)"', source
+            r'"(invalid_\w+|unknown_tool|not_\w+|version_conflict|refused|store_error|internal_error)"',
+            source,
         )
     )
     documented = set(re.findall(r"^\| `(\w+)` \|", GUIDE, re.M))

@@ -202,3 +202,10 @@ def test_strict_descriptions_tell_the_defaults_they_cannot_express() -> None:
 def test_an_unknown_tool_name_is_a_clear_error() -> None:
     with pytest.raises(ConfigurationError, match=r"no tool 'publish'; the tools are: evaluate"):
         openai_tools(["publish"])
+
+
+def test_definitions_are_fresh_copies() -> None:
+    first = openai_tools(["get_review"])
+    first[0]["function"]["parameters"]["properties"].clear()
+    again = openai_tools(["get_review"])
+    assert "artifact_id" in again[0]["function"]["parameters"]["properties"]
