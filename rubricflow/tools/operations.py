@@ -62,8 +62,8 @@ __all__ = [
 DEFAULT_ACTOR = "agent"
 
 NO_JUDGE = (
-    "this host has no judge: give one to the host (ToolDispatcher(app, judge=SPEC), "
-    "`rubricflow mcp --llm SPEC`, or RUBRICFLOW_LLM); a tool call cannot choose one"
+    "this host has no judge: the host gives one (ToolDispatcher(app, judge=SPEC); for the "
+    "MCP server `rubricflow mcp --llm SPEC` or $RUBRICFLOW_LLM); a tool call cannot choose one"
 )
 
 
