@@ -29,8 +29,10 @@ from rubricflow.runs import RunData
 
 __all__ = ["junit_xml", "rubric_label", "write_junit", "xml_safe"]
 
-#: what XML 1.0 cannot hold (https://www.w3.org/TR/xml/#charsets)
-_ILLEGAL = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+#: what XML 1.0 cannot hold (https://www.w3.org/TR/xml/#charsets): the complement of
+#: tab, LF, CR, U+0020-U+D7FF, U+E000-U+FFFD and U+10000-U+10FFFF, written as the few
+#: ranges it is (a positive class is several times faster than the negated one)
+_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 #: a failure message is a one-line summary; the body holds the rest
 MESSAGE_LIMIT = 1000
 
