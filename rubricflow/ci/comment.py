@@ -79,13 +79,21 @@ def markdown_code(text: str, limit: int = ID_LIMIT) -> str:
 def parse_link(value: str) -> tuple[str, str]:
     """`TEXT=URL` (an http or https URL) as (text, url)."""
     text, sep, url = value.partition("=")
-    parts = urlsplit(url.strip())
-    if not sep or not text.strip() or parts.scheme not in ("http", "https") or not parts.netloc:
+    url = url.strip()
+    parts = urlsplit(url)
+    spaced = any(char.isspace() or ord(char) < 32 for char in url)
+    if (
+        not sep
+        or not text.strip()
+        or parts.scheme not in ("http", "https")
+        or not parts.netloc
+        or spaced
+    ):
         raise CIOutputError(
             f"--link {value!r}: give TEXT=URL with an http(s) URL, e.g. "
             "'CI run=https://github.com/OWNER/REPO/actions/runs/1'"
         )
-    return text.strip(), url.strip()
+    return text.strip(), url
 
 
 def _rate(value: float | None) -> str:
@@ -227,7 +235,7 @@ def _render(
         lines += [f"> ⚠️ {markdown_text(warning)}", ""]
     if links:
         shown_links = [
-            f"[{markdown_text(text, ID_LIMIT)}]({url.replace(')', '%29').replace(' ', '%20')})"
+            f"[{markdown_text(text, ID_LIMIT)}]({url.replace('(', '%28').replace(')', '%29')})"
             for text, url in links[:MAX_LINKS]
         ]
         lines += [" · ".join(shown_links), ""]

@@ -173,6 +173,7 @@ def test_any_free_text_is_inert(text: str) -> None:
 
 def test_links_must_be_text_and_an_http_url() -> None:
     assert parse_link("CI run=https://ci.example/1?a=b") == ("CI run", "https://ci.example/1?a=b")
-    for bad in ("https://ci.example", "x=javascript:alert(1)", "=https://ci.example", "x=ftp://a"):
+    bad_links = ("https://ci.example", "x=javascript:alert(1)", "=https://ci.example")
+    for bad in (*bad_links, "x=ftp://a", "x=https://a/b c"):
         with pytest.raises(CIOutputError, match="TEXT=URL"):
             parse_link(bad)
