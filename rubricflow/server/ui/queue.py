@@ -23,7 +23,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from rubricflow.application import Application
@@ -88,14 +88,21 @@ class QueueQuery:
         )
 
 
+_Bucket = Annotated[str, Query(max_length=50)]
+_Text = Annotated[str, Query(max_length=200)]
+_Cursor = Annotated[str, Query(max_length=500)]
+
+
 def _query(
-    bucket: str = "",
-    type: str = "",
-    rubric: str = "",
-    age: str = "",
-    order: str = "newest",
-    after: str = "",
+    bucket: _Bucket = "",
+    type: _Text = "",
+    rubric: _Text = "",
+    age: _Bucket = "",
+    order: _Bucket = "newest",
+    after: _Cursor = "",
 ) -> QueueQuery:
+    """The page's query string as a `QueueQuery` (a dependency both queue routes share):
+    unknown buckets, ages and orders fall back to the defaults."""
     return QueueQuery(
         bucket=bucket if bucket in BUCKET_LABELS else "",
         type=type[:200],
@@ -104,6 +111,9 @@ def _query(
         order="oldest" if order == "oldest" else "newest",
         after=after[:500],
     )
+
+
+_Filters = Annotated[QueueQuery, Depends(_query)]
 
 
 async def _visible_types(application: Application, principal: Principal) -> list[Any]:
@@ -151,40 +161,15 @@ async def _queue_view(request: Request, principal: Principal, query: QueueQuery)
     }
 
 
-_Bucket = Annotated[str, Query(max_length=50)]
-_Text = Annotated[str, Query(max_length=200)]
-_Cursor = Annotated[str, Query(max_length=500)]
-
-
 @router.get("/", summary="The review queue")
 @router.get("/queue", summary="The review queue")
-async def queue_page(
-    request: Request,
-    viewer: Viewer,
-    bucket: _Bucket = "",
-    type: _Text = "",
-    rubric: _Text = "",
-    age: _Bucket = "",
-    order: _Bucket = "newest",
-    after: _Cursor = "",
-) -> Response:
-    query = _query(bucket, type, rubric, age, order, after)
+async def queue_page(request: Request, viewer: Viewer, query: _Filters) -> Response:
     view = await _queue_view(request, viewer.principal, query)
     return render(request, "queue.html", view)
 
 
 @router.get("/queue/fragment", summary="The queue's live region (htmx)")
-async def queue_fragment(
-    request: Request,
-    viewer: Viewer,
-    bucket: _Bucket = "",
-    type: _Text = "",
-    rubric: _Text = "",
-    age: _Bucket = "",
-    order: _Bucket = "newest",
-    after: _Cursor = "",
-) -> Response:
-    query = _query(bucket, type, rubric, age, order, after)
+async def queue_fragment(request: Request, viewer: Viewer, query: _Filters) -> Response:
     view = await _queue_view(request, viewer.principal, query)
     return render(request, "queue_live.html", view)
 
