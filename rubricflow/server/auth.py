@@ -5,30 +5,43 @@ the types its token allows; a reviewer also decides (approve, reject, override) 
 artifact of those types; an admin also manages rubrics, types, tokens and webhooks. The
 principal's name (the token's name) is the actor the audit trail records: a client
 cannot send another.
+
+A verified token is remembered for `TOKEN_CACHE_SECONDS` (keyed by a hash of it, never
+the token itself), so a busy client does not cost a store read per request. A token
+revoked through this server process stops working at once (the revoke empties the
+cache); one revoked elsewhere (the CLI, another server process) within that bound, and
+an expiring token never outlives its expiry.
 """
 
 from __future__ import annotations
 
+import hashlib
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Annotated
+from datetime import datetime, timezone
+from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from rubricflow.application import Application
 from rubricflow.store.artifact_models import Artifact
-from rubricflow.store.tokens import ROLES
+from rubricflow.store.tokens import ROLES, TokenStore
 
 __all__ = [
     "LOCAL_PRINCIPAL",
+    "TOKEN_CACHE_SECONDS",
     "Admin",
     "AppDep",
     "Principal",
     "Reviewer",
     "Submitter",
+    "TokenCache",
     "authenticate",
     "get_application",
     "require_role",
+    "token_cache",
 ]
 
 _bearer = HTTPBearer(auto_error=False, description="An API token: `rubricflow tokens create`")
@@ -60,6 +73,56 @@ class Principal:
 #: who acts when the server runs with `--no-auth` (on a loopback address only)
 LOCAL_PRINCIPAL = Principal(name="local", role="admin")
 
+#: seconds a verified token is trusted without reading the store again
+TOKEN_CACHE_SECONDS = 1.0
+_CACHE_SIZE = 4096
+
+
+class TokenCache:
+    """Principals of recently verified tokens, by the SHA-256 of the token, each for
+    `seconds` at most (and never past its token's expiry). Unknown tokens are not
+    remembered: each is looked up again."""
+
+    def __init__(self, seconds: float = TOKEN_CACHE_SECONDS, size: int = _CACHE_SIZE) -> None:
+        self.seconds = seconds
+        self.size = size
+        self._entries: OrderedDict[bytes, tuple[Principal, float]] = OrderedDict()
+
+    async def principal(self, tokens: TokenStore, presented: str) -> Principal | None:
+        """The principal of the token `presented`, else None (unknown, revoked, expired)."""
+        key = hashlib.sha256(presented.encode("utf-8", "replace")).digest()
+        now = time.monotonic()
+        found = self._entries.get(key)
+        if found is not None:
+            if found[1] > now:
+                return found[0]
+            del self._entries[key]
+        token = await tokens.verify(presented)
+        if token is None:
+            return None
+        until = now + self.seconds
+        if token.expires_at is not None:
+            left = (token.expires_at - datetime.now(timezone.utc)).total_seconds()
+            until = min(until, now + left)
+        principal = Principal(name=token.name, role=token.role, types=token.types)
+        self._entries[key] = (principal, until)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+        return principal
+
+    def forget(self) -> None:
+        """Trust no remembered token (one was revoked)."""
+        self._entries.clear()
+
+
+def token_cache(app: Any) -> TokenCache:
+    """The app's token cache (made on first use)."""
+    cache = getattr(app.state, "token_cache", None)
+    if not isinstance(cache, TokenCache):
+        cache = TokenCache()
+        app.state.token_cache = cache
+    return cache
+
 
 def get_application(request: Request) -> Application:
     application: Application = request.app.state.application
@@ -89,14 +152,15 @@ async def authenticate(
             headers={"WWW-Authenticate": "Bearer"},
         )
     application: Application = request.app.state.application
-    token = await application.store.tokens.verify(credentials.credentials)
-    if token is None:
+    principal = await token_cache(request.app).principal(
+        application.store.tokens, credentials.credentials
+    )
+    if principal is None:
         raise HTTPException(
             401,
             "the API token is unknown, revoked or expired; ask an admin for a new one",
             headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
         )
-    principal = Principal(name=token.name, role=token.role, types=token.types)
     request.state.principal = principal
     return principal
 

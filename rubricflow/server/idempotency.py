@@ -29,7 +29,7 @@ from typing import Any
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from rubricflow.server.auth import LOCAL_PRINCIPAL, Principal
+from rubricflow.server.auth import LOCAL_PRINCIPAL, Principal, token_cache
 from rubricflow.server.problems import PROBLEM_JSON
 from rubricflow.store.idempotency import StoredResponse
 
@@ -62,10 +62,10 @@ async def verified_principal(scope: Scope) -> Principal | None:
         scheme, _, secret = (Headers(scope=scope).get("authorization") or "").partition(" ")
         if scheme.lower() != "bearer" or not secret.strip():
             return None
-        token = await app.state.application.store.tokens.verify(secret.strip())
-        if token is None:
+        found = await token_cache(app).principal(app.state.application.store.tokens, secret.strip())
+        if found is None:
             return None
-        principal = Principal(name=token.name, role=token.role, types=token.types)
+        principal = found
     state["verified_principal"] = principal
     return principal
 

@@ -3,9 +3,9 @@ revoke."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
-from rubricflow.server.auth import Admin, AppDep
+from rubricflow.server.auth import Admin, AppDep, token_cache
 from rubricflow.server.problems import PROBLEM_RESPONSES
 from rubricflow.wire.tokens import TokenCreate, TokenIssued, TokenOut
 
@@ -39,5 +39,9 @@ async def list_tokens(
 
 
 @router.delete("/{name}", response_model=TokenOut, summary="Revoke a token")
-async def revoke_token(name: str, principal: Admin, application: AppDep) -> TokenOut:
-    return TokenOut.of(await application.store.tokens.revoke(name))
+async def revoke_token(
+    name: str, principal: Admin, application: AppDep, request: Request
+) -> TokenOut:
+    revoked = await application.store.tokens.revoke(name)
+    token_cache(request.app).forget()  # it stops working at once, in this process
+    return TokenOut.of(revoked)
