@@ -52,6 +52,7 @@ async def main() -> None:
             task="Answer a customer's question about refunds.",
             reference="Refunds within 30 days, using the online form.",
             judge=session,
+            criteria=(3, 8),  # a small policy needs few criteria (the default asks 7 to 20)
         )
         print(f"first draft findings: {len(draft.first_findings)}")
         for finding in draft.first_findings:

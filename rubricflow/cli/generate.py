@@ -61,6 +61,18 @@ def _print_lint(draft: GeneratedRubric) -> None:
         err.print(f"  - {escape(finding)}")
 
 
+def _criteria_range(text: str) -> tuple[int, int]:
+    """`--criteria 7-20` (or one number) as (min, max); anything else is a usage error."""
+    low, _, high = text.partition("-")
+    try:
+        bounds = (int(low), int(high or low))
+    except ValueError:
+        bounds = (0, -1)
+    if not 1 <= bounds[0] <= bounds[1]:
+        fail(f"--criteria {text!r} is not a range: give MIN-MAX with 1 <= MIN <= MAX, e.g. 7-20")
+    return bounds
+
+
 def generate_command(
     task: Annotated[
         str | None,
@@ -107,6 +119,14 @@ def generate_command(
     no_revise: Annotated[
         bool, typer.Option("--no-revise", help="Do not feed the lint back for a revision.")
     ] = False,
+    criteria: Annotated[
+        str,
+        typer.Option(
+            "--criteria",
+            metavar="MIN-MAX",
+            help="How many criteria to ask for; a draft outside the range has a finding.",
+        ),
+    ] = "7-20",
     concurrency: Annotated[
         int, typer.Option("--concurrency", "-c", min=1, help="Rows drafted at once (--dataset).")
     ] = 4,
@@ -123,6 +143,7 @@ def generate_command(
     from rubricflow.generation import generate_batch, generate_rubric
 
     cache = None if no_cache else "default"
+    wanted = _criteria_range(criteria)
     if dataset is not None:
         if output is None:
             fail("--dataset needs -o FILE.jsonl: where the rubrics (one per row) go")
@@ -142,6 +163,7 @@ def generate_command(
                 judge=llm,
                 concurrency=concurrency,
                 revise=not no_revise,
+                criteria=wanted,
                 cache=cache,
                 progress=shown,
             )
@@ -166,6 +188,7 @@ def generate_command(
             judge=llm,
             rubric_id=rubric_id,
             revise=not no_revise,
+            criteria=wanted,
             cache=cache,
         )
     )

@@ -101,6 +101,7 @@ async def generate_batch(
     judge: JudgeOption = None,
     concurrency: int = 4,
     revise: bool = True,
+    criteria: tuple[int, int] = (7, 20),
     id_prefix: str = "row",
     cache: Any = "default",
     progress: Callable[[dict[str, Any]], None] | None = None,
@@ -131,6 +132,7 @@ async def generate_batch(
                             judge=session,
                             rubric_id=rubric_id,
                             revise=revise,
+                            criteria=criteria,
                         )
                     except GenerationError as error:
                         result["error"] = str(error)

@@ -30,6 +30,7 @@ from rubricflow.validation import lint_rubric
 __all__ = [
     "GeneratedRubric",
     "GenerationError",
+    "count_findings",
     "generate_rubric",
     "generate_rubric_sync",
     "lint_findings",
@@ -55,10 +56,15 @@ class GeneratedRubric:
     revised: bool = False
     first_findings: tuple[str, ...] = ()
     calls: list[LLMCall] = field(default_factory=list)
+    criteria: tuple[int, int] | None = None
+    """How many criteria were asked for (min, max); a draft outside it has a finding."""
 
     @property
     def findings(self) -> tuple[str, ...]:
-        return lint_findings(self.meta, self.warnings)
+        found = lint_findings(self.meta, self.warnings)
+        if self.criteria is not None:
+            found += count_findings(self.rubric, self.criteria)
+        return found
 
     @property
     def clean(self) -> bool:
@@ -85,6 +91,29 @@ def lint_findings(meta: MetaReport, warnings: Sequence[Problem]) -> tuple[str, .
     found = [f"{f.check}: {f.message}" for f in meta.findings if f.level != "pass"]
     found += [str(warning) for warning in warnings]
     return tuple(found)
+
+
+def count_findings(rubric: Rubric, criteria: tuple[int, int]) -> tuple[str, ...]:
+    """A finding when the draft has fewer or more criteria than were asked for."""
+    low, high = criteria
+    count = len(rubric.criteria)
+    if low <= count <= high:
+        return ()
+    fix = "add criteria for what it misses" if count < low else "merge or drop the least important"
+    return (f"criteria_count: the draft has {count} criteria; write {low} to {high} ({fix})",)
+
+
+def _check_range(criteria: tuple[int, int]) -> tuple[int, int]:
+    try:
+        low, high = (int(n) for n in criteria)
+    except (TypeError, ValueError):
+        low, high = 0, -1
+    if not 1 <= low <= high:
+        raise GenerationError(
+            f"criteria={criteria!r} is not a range of criteria counts; give (min, max) with "
+            "1 <= min <= max, for example (7, 20)"
+        )
+    return low, high
 
 
 def _hash(*parts: str) -> str:
@@ -154,7 +183,9 @@ async def generate_rubric(
 ) -> GeneratedRubric:
     """Draft a rubric with the judge (`judge`: an `LLMSession`, a spec such as
     `openai:gpt-4o-mini`, or None for $RUBRICFLOW_LLM), lint it, and (with `revise`) feed
-    the lint's findings back for one revision. Raises `GenerationError` when the judge
+    the lint's findings back for one revision. `criteria` is the (min, max) number of
+    criteria asked for: a draft outside it has a `criteria_count` finding, fed back like
+    the lint's. Raises `GenerationError` when the judge
     gives no usable draft, `ValueError`-like `RubricflowError` when nothing to work from
     is given."""
     if not (task or reference or examples):
@@ -162,19 +193,20 @@ async def generate_rubric(
             "nothing to generate a rubric from: give a task description, a reference "
             "answer or example outputs"
         )
+    criteria = _check_range(criteria)
     calls: list[LLMCall] = []
     async with judge_scope(judge, cache) as session:
         session.provider_now()  # no judge configured is a usage error, not a bad draft
         user = draft_prompt(task, reference, list(examples), _criteria_hint(criteria))
         rubric: Rubric = await _ask(session, user, rubric_id, calls)
         meta, warnings = assess_rubric(rubric), lint_rubric(rubric)
-        first = lint_findings(meta, warnings)
+        first = lint_findings(meta, warnings) + count_findings(rubric, criteria)
         if not first or not revise:
-            return GeneratedRubric(rubric, meta, warnings, False, first, calls)
+            return GeneratedRubric(rubric, meta, warnings, False, first, calls, criteria)
         again = user + "\n\n" + revision_prompt(_as_draft(rubric), first)
         revised: Rubric = await _ask(session, again, rubric_id, calls)
         meta, warnings = assess_rubric(revised), lint_rubric(revised)
-        return GeneratedRubric(revised, meta, warnings, True, first, calls)
+        return GeneratedRubric(revised, meta, warnings, True, first, calls, criteria)
 
 
 def generate_rubric_sync(**options: Any) -> GeneratedRubric:

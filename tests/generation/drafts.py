@@ -6,6 +6,10 @@ from typing import Any
 
 from llm.scripted import Recorded, Reply, openai_reply
 
+#: the criteria count the scripted drafts (3 or 4 criteria) are asked for
+FEW = (3, 5)
+FEW_ARGS = ["--criteria", "3-5"]
+
 
 def criterion(cid: str, weight: float, *, required: bool = False, name: str = "") -> dict[str, Any]:
     return {

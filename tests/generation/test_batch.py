@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from rubricflow.cli import app
 from rubricflow.model import parse_rubric
 
-from .drafts import EVEN
+from .drafts import EVEN, FEW_ARGS
 
 
 def dataset(path: Path) -> Path:
@@ -41,7 +41,7 @@ def test_a_dataset_gets_one_rubric_per_row_and_a_rerun_resumes(tmp_path: Path) -
     with ScriptedServer(judge_failing_row_2) as server:
         spec = f"openai:judge@{server.url}/v1"
         first = CliRunner().invoke(
-            app, ["generate", "--dataset", str(rows), "-o", str(output), "--llm", spec]
+            app, ["generate", "--dataset", str(rows), "-o", str(output), "--llm", spec, *FEW_ARGS]
         )
         assert first.exit_code == 1, first.output  # a row failed
         assert "2 generated, 0 already done, 1 failed of 3 rows" in first.stderr
@@ -55,7 +55,7 @@ def test_a_dataset_gets_one_rubric_per_row_and_a_rerun_resumes(tmp_path: Path) -
 
         server.responder = lambda request: openai_reply(EVEN)  # the judge is fixed
         second = CliRunner().invoke(
-            app, ["generate", "--dataset", str(rows), "-o", str(output), "--llm", spec]
+            app, ["generate", "--dataset", str(rows), "-o", str(output), "--llm", spec, *FEW_ARGS]
         )
         assert second.exit_code == 0, second.output
         assert "1 generated, 2 already done, 0 failed of 3 rows" in second.stderr
@@ -65,7 +65,18 @@ def test_a_dataset_gets_one_rubric_per_row_and_a_rerun_resumes(tmp_path: Path) -
 
         output.unlink()  # the output is gone: the judge cache answers every row
         third = CliRunner().invoke(
-            app, ["generate", "--dataset", str(rows), "-o", str(output), "--llm", spec, "--json"]
+            app,
+            [
+                "generate",
+                "--dataset",
+                str(rows),
+                "-o",
+                str(output),
+                "--llm",
+                spec,
+                "--json",
+                *FEW_ARGS,
+            ],
         )
         assert third.exit_code == 0, third.output
         assert len(server.requests) == sent + 1
@@ -79,6 +90,7 @@ def test_a_torn_last_line_is_redone_and_bad_datasets_are_named(tmp_path: Path) -
     with ScriptedServer(lambda request: openai_reply(EVEN)) as server:
         spec = f"openai:judge@{server.url}/v1"
         run = ["generate", "--dataset", str(rows), "-o", str(output), "--llm", spec, "--no-cache"]
+        run += FEW_ARGS
         assert CliRunner().invoke(app, run).exit_code == 0
         lines = output.read_text(encoding="utf-8").splitlines()
         output.write_text("\n".join(lines[:2]) + "\n" + lines[2][:40], encoding="utf-8")
