@@ -311,6 +311,18 @@ _CLAIMED = sa.select(
 ).join(_subscriptions, _subscriptions.c.id == _deliveries.c.subscription_id)
 
 
+_ANY_DUE = (
+    sa.select(_deliveries.c.id)
+    .where(
+        _deliveries.c.status == PENDING,
+        _deliveries.c.next_attempt_at <= sa.bindparam("now", type_=sa.DateTime(timezone=True)),
+        _deliveries.c.lease_expires_at.is_(None)
+        | (_deliveries.c.lease_expires_at < sa.bindparam("now", type_=sa.DateTime(timezone=True))),
+    )
+    .limit(1)
+)
+
+
 @cache
 def _claim(postgres: bool) -> Any:
     """Take the lease on up to `limit` due deliveries in one statement, giving their ids:
@@ -709,6 +721,11 @@ class WebhookStore:
         PostgreSQL skips rows other workers hold locked; the conditional write makes each
         delivery one worker's at a time."""
         now = now or utcnow()
+        # a read first: a worker woken by every transition mostly finds nothing due, and
+        # on SQLite a write transaction would take the one writer's lock for nothing
+        async with self.database.read() as connection:
+            if (await connection.execute(_ANY_DUE, {"now": now})).first() is None:
+                return []
         async with self.database.transaction() as connection:
             ids = [
                 row.id
