@@ -8,6 +8,11 @@ each line of its `run:` script that starts with `rubricflow ` is run, in order, 
 bash (so its `|| ...` tail works) in a repository the test writes, with the job's `env`,
 `${{ ... }}` expressions replaced by the values a pull request would give, and no API
 key. Other lines (`pip install`, shell bookkeeping) are not run.
+
+The rubric has an LLM criterion. Its answers are recorded first, as the docs say, from a
+scripted OpenAI-compatible judge on 127.0.0.1 (`rubricflow eval --db`, then
+`rubricflow llm cache export`); the judge is then stopped, and the workflow's commands
+run with `RUBRICFLOW_LLM` naming it: every verdict must come from the recording.
 """
 
 from __future__ import annotations
@@ -23,8 +28,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from llm.scripted import Recorded, Reply, ScriptedServer, openai_reply, verdict
+from typer.testing import CliRunner
 
 from rubricflow.ci import COMMENT_LIMIT, COMMENT_MARKER
+from rubricflow.cli import app
 
 DOC = Path(__file__).parents[2] / "docs" / "ci.md"
 RUBRIC = Path(__file__).parent.parent / "fixtures" / "eval" / "rubric.yaml"
@@ -39,10 +47,34 @@ CONTEXT = {
     "github.repository": "acme/bot",
     "github.run_id": "42",
 }
-#: the replies on each branch: the PR makes "b" too long (pass -> fail) and fixes "c"
-BASE_REPLIES = {"a": "hello", "b": "hello there", "c": "one two three four five six seven"}
-PR_REPLIES = {"a": "hello", "b": "one two three four five six", "c": "short now"}
-ANSWERS_HEADER = {"format": "rubricflow-judge-answers", "format_version": 1}
+#: the replies on each branch: the PR makes "b" too long (pass -> fail), fixes "c"
+#: (fail -> pass) and makes "d" rude (the judge's criterion: pass -> fail)
+BASE_REPLIES = {
+    "a": "hello",
+    "b": "hello there",
+    "c": "one two three four five six seven",
+    "d": "hello friend",
+}
+PR_REPLIES = {
+    "a": "hello",
+    "b": "one two three four five six",
+    "c": "short now",
+    "d": "you are rude",
+}
+POLITE = "\n".join(
+    [
+        "  - id: polite",
+        "    description: The reply is polite",
+        "    scoring: {method: llm_verdict}",
+        "",
+    ]
+)
+
+
+def polite_judge(request: Recorded) -> Reply:
+    """UNMET when the reply under review is rude."""
+    met = "UNMET" if "rude" in request.text else "MET"
+    return openai_reply(verdict(met, f"the reply reads as {met}"))
 
 
 def workflow() -> dict[Any, Any]:
@@ -105,14 +137,30 @@ def test_the_workflow_has_the_shape_github_runs() -> None:
 def write_branch(root: Path, replies: dict[str, str]) -> None:
     (root / "rubrics").mkdir(parents=True)
     (root / "evals").mkdir()
-    shutil.copy(RUBRIC, root / "rubrics" / "reply.yaml")
+    rubric = RUBRIC.read_text(encoding="utf-8").rstrip("\n") + "\n" + POLITE
+    (root / "rubrics" / "reply.yaml").write_text(rubric, encoding="utf-8")
     (root / "evals" / "replies.jsonl").write_text(
         "".join(json.dumps({"id": k, "content": v}) + "\n" for k, v in replies.items()),
         encoding="utf-8",
     )
-    (root / "evals" / "judge-answers.jsonl").write_text(
-        json.dumps(ANSWERS_HEADER) + "\n", encoding="utf-8"
-    )
+
+
+def record_answers(root: Path, judge: str) -> None:
+    """What a developer does with the key: evaluate both branches into a store, then
+    export its judge cache to the file each branch commits."""
+    cli = CliRunner()
+    record = str(root.parent / "record.db")
+    for branch in (root / "base", root):
+        rubric, replies = branch / "rubrics" / "reply.yaml", branch / "evals" / "replies.jsonl"
+        done = cli.invoke(
+            app, ["eval", str(rubric), str(replies), "--db", record, "--llm", judge, "-q"]
+        )
+        assert done.exit_code in (0, 1), done.output
+        assert "0 incomplete" in done.stdout, done.output
+    answers = root / "evals" / "judge-answers.jsonl"
+    done = cli.invoke(app, ["llm", "cache", "export", str(answers), "--db", record])
+    assert done.exit_code == 0, done.output
+    shutil.copy(answers, root / "base" / "evals" / "judge-answers.jsonl")
 
 
 def test_the_workflow_s_rubricflow_commands_run_and_give_the_outputs(tmp_path: Path) -> None:
@@ -120,6 +168,11 @@ def test_the_workflow_s_rubricflow_commands_run_and_give_the_outputs(tmp_path: P
     repo = tmp_path / "repo"
     write_branch(repo, PR_REPLIES)
     write_branch(repo / "base", BASE_REPLIES)  # where `git worktree add base` puts it
+    with ScriptedServer(polite_judge) as judge_server:
+        judge = f"openai:judge@{judge_server.url}/v1"
+        record_answers(repo, judge)
+        asked = len(judge_server.requests)
+    assert asked == len(set(BASE_REPLIES.values()) | set(PR_REPLIES.values()))
     outputs = tmp_path / "github_output"
     outputs.touch()
     (job,) = workflow()["jobs"].values()
@@ -129,7 +182,9 @@ def test_the_workflow_s_rubricflow_commands_run_and_give_the_outputs(tmp_path: P
         if not key.endswith(("_API_KEY", "_TOKEN")) and not key.startswith("RUBRICFLOW_")
     }
     env.update({k: str(v) for k, v in job.get("env", {}).items()})
+    assert "RUBRICFLOW_LLM" in env  # the workflow names the judge; here, the stopped one
     env.update(
+        RUBRICFLOW_LLM=judge,
         PATH=f"{RUBRICFLOW.parent}{os.pathsep}{env.get('PATH', '')}",
         GITHUB_OUTPUT=str(outputs),
         RUBRICFLOW_CACHE_DIR=str(tmp_path / "cache"),
@@ -159,18 +214,28 @@ def test_the_workflow_s_rubricflow_commands_run_and_give_the_outputs(tmp_path: P
         cases = list(ET.parse(repo / name).getroot().iter("testcase"))
         assert [c.attrib["name"] for c in cases] == list(replies)
         assert {c.attrib["classname"] for c in cases} == {"reply-check@1.2.0"}
+        assert not [c for c in cases if c.find("error") is not None]  # every answer replayed
     pr_cases = {
         c.attrib["name"]: c for c in ET.parse(repo / "rubricflow-junit.xml").iter("testcase")
     }
-    assert pr_cases["b"].find("failure") is not None and pr_cases["c"].find("failure") is None
+    assert pr_cases["c"].find("failure") is None
+    assert [f.attrib["message"] for f in pr_cases["b"].iter("failure")] == [
+        "short: meet the requirement: At most five words"
+    ]
+    assert [f.attrib["message"] for f in pr_cases["d"].iter("failure")] == [
+        "polite: meet the requirement: The reply is polite"
+    ]
 
     comment = (repo / "comment.md").read_text(encoding="utf-8")
     assert len(comment) < COMMENT_LIMIT
     assert comment.startswith(COMMENT_MARKER)
-    assert "pass rate 66.7% → 66.7% (±0.0 pts)" in comment
-    assert "| `b` | ✅ pass | ❌ fail |" in comment and "| `c` | ❌ fail | ✅ pass |" in comment
+    assert comment.splitlines()[1] == "### ❌ rubricflow: pass rate 75.0% → 50.0% (-25.0 pts)"
+    flips = [line for line in comment.splitlines() if line.startswith("| `")]
+    assert flips[:3] == [
+        "| `b` | ✅ pass | ❌ fail | 1.000 | 0.667 |",
+        "| `d` | ✅ pass | ❌ fail | 1.000 | 0.667 |",
+        "| `c` | ❌ fail | ✅ pass | 0.667 | 1.000 |",
+    ]
+    assert flips[3] == "| `polite` | 100.0% | 75.0% | -25.0 pts |"  # the worst criterion
     assert "[CI run](https://github.com/acme/bot/actions/runs/42)" in comment
-    # the gate: the criterion `short` lost "b" and won "c", so nothing dropped
-    assert comment.splitlines()[1].startswith("### ✅ ")
-    assert "No regression beyond threshold 0." in comment
     assert (repo / "report.html").exists() and (repo / "pr.db").exists()
