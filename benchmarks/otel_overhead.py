@@ -77,6 +77,31 @@ def _run_round(mode: str, count: int) -> dict[str, Any]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
+def seam_microseconds(criteria: int = 6, repeat: int = 20_000) -> float:
+    """What the do-nothing probes cost one evaluation of `criteria` criteria, in
+    microseconds: the executor's calls into the seam, done `repeat` times."""
+    import time
+
+    import rubricflow.instrumentation as instrumentation
+    from benchmarks.gate_checks import RUBRIC
+    from rubricflow import load_document
+    from rubricflow.results import Target
+
+    (rubric,) = load_document(RUBRIC, format="dataknobs").rubrics
+    target = Target(content="x")
+    chosen = instrumentation.current()
+    started = time.perf_counter()
+    for _ in range(repeat):
+        with instrumentation.current().evaluation(rubric, target) as probe:
+            for criterion in rubric.criteria[:criteria]:
+                with instrumentation.current().criteria((criterion,), "deterministic") as one:
+                    one.finish([])
+            probe.finish(None)
+    elapsed = time.perf_counter() - started
+    instrumentation.install(chosen)
+    return elapsed / repeat * 1e6
+
+
 async def run(quick: bool = False) -> dict[str, Any]:
     count = QUICK_ARTIFACTS if quick else ARTIFACTS
     pairs = QUICK_PAIRS if quick else PAIRS
@@ -92,8 +117,12 @@ async def run(quick: bool = False) -> dict[str, Any]:
         with_api.append(got["api"]["seconds"])
         absent.append(got["absent"]["seconds"])
         ratios.append(got["absent"]["seconds"] / got["api"]["seconds"])
+    seam_us = seam_microseconds()
+    per_artifact_us = statistics.median(with_api) / count * 1e6
     return {
         "artifacts": count,
+        "seam_us_per_evaluation": round(seam_us, 3),
+        "seam_share_of_an_artifact": seam_us / per_artifact_us,
         "pairs": pairs,
         "api_no_sdk_s": [round(s, 3) for s in with_api],
         "api_absent_s": [round(s, 3) for s in absent],
