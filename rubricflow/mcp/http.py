@@ -2,9 +2,9 @@
 
 `McpHttpEndpoint` is an ASGI app. It serves only requests its host has authenticated:
 the host verifies the bearer token and calls `bind_caller(scope, caller)` before passing
-the request on; a request without a caller is refused. An MCP session belongs to the
-caller that opened it: another token presenting its session id is told it does not
-exist. The session manager runs inside the host's lifespan (`async with
+the request on; a request without a caller is refused. The endpoint is stateless (each
+request is one JSON answer, no session to keep), so every server process answers every
+request. The session manager runs inside the host's lifespan (`async with
 endpoint.running():`).
 """
 
@@ -33,8 +33,8 @@ Send = Callable[[dict[str, Any]], Any]
 
 
 def bind_caller(scope: Scope, caller: Caller) -> None:
-    """Mark an HTTP request as made by `caller` (verified by the host). The SDK's session
-    ownership check sees the caller's name, never the token itself."""
+    """Mark an HTTP request as made by `caller` (verified by the host). The SDK sees the
+    caller's name as the request's user, never the token itself."""
     scope[CALLER_SCOPE_KEY] = caller
     scope["user"] = AuthenticatedUser(
         AccessToken(token="", client_id=caller.name, scopes=[caller.role])
@@ -66,8 +66,15 @@ class McpHttpEndpoint:
         if max_body_bytes is not None:
             options["max_request_body_size"] = max_body_bytes
         self.server = build_server(application, caller=None, judge=judge)
+        # stateless: every request stands alone (authenticated on its own), so any process
+        # of `rubricflow serve --workers N` answers any request and a restart loses no
+        # session; the tools never call back to the client, which is all a session adds
         self._sessions = StreamableHTTPSessionManager(
-            app=self.server, security_settings=security, **options
+            app=self.server,
+            security_settings=security,
+            stateless=True,
+            json_response=True,
+            **options,
         )
 
     def running(self) -> AbstractAsyncContextManager[None]:

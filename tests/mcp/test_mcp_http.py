@@ -120,3 +120,17 @@ def test_without_the_extra_serve_mounts_nothing() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     )
     assert "/mcp" not in done.stdout and "/docs" in done.stdout
+
+
+def test_a_rebound_host_name_is_refused(mcp_server: McpServer) -> None:
+    """The server is on a loopback address: a page whose DNS name was rebound to it
+    (another Host or Origin) is refused, even with a token."""
+    auth = {"Authorization": f"Bearer {mcp_server.tokens.admin}", **MCP_HEADERS}
+    for extra in ({"Host": "evil.example"}, {"Origin": "http://evil.example"}):
+        response = httpx.post(
+            mcp_server.url, json=INITIALIZE, headers={**auth, **extra}, timeout=30
+        )
+        assert response.status_code in (400, 403, 421), (extra, response.status_code)
+    fine = httpx.post(mcp_server.url, json=INITIALIZE, headers=auth, timeout=30)
+    assert fine.status_code == 200, fine.text
+    assert fine.json()["result"]["serverInfo"]["name"] == "rubricflow"
