@@ -41,6 +41,8 @@ def test_eval_junit_alongside_results_store_and_json(cli: CliRunner, tmp_path: P
             str(results),
             "--db",
             str(db),
+            "--format",
+            "native",
             "--junit",
             str(junit),
         ],
