@@ -33,6 +33,7 @@ __all__ = [
     "lint_file",
     "lint_rubric",
     "refuse_broken_configs",
+    "untrusted_problems",
     "validate_document",
     "validate_file",
     "validate_text",
@@ -341,3 +342,44 @@ def lint_file(
             )
         )
         return report
+
+
+def untrusted_problems(
+    rubric: Rubric, plugins: PluginRegistry, *, why: str, host: str
+) -> list[Problem]:
+    """What a rubric from a stranger (an HTTP request, a tool call) asks for that it may
+    not: a file (`schema_ref`), code to import (a `module:function` no plugin registered)
+    or a judge (`python:` specs). `why` says whose data it is ("rubrics sent over HTTP
+    are data"); `host` who runs it ("the server")."""
+    problems: list[Problem] = []
+    for index, criterion in enumerate(rubric.criteria):
+        where = f"criteria[{index}].scoring"
+        scoring = criterion.scoring
+        if scoring.schema_ref:
+            problems.append(
+                Problem(
+                    f"{where}.schema_ref",
+                    f"criterion {criterion.id!r}: schema_ref names a file, and {why}: they "
+                    f"read no file on {host}; inline the JSON Schema as `schema`",
+                )
+            )
+        function = scoring.function or ""
+        if ":" in function and function not in plugins.functions:
+            problems.append(
+                Problem(
+                    f"{where}.function",
+                    f"criterion {criterion.id!r}: {function!r} names code to import, and "
+                    f"{why}: {host} runs only check functions its plugins register",
+                )
+            )
+        for field_name in ("model", "metric"):
+            value = getattr(scoring, field_name) or ""
+            if value.strip().lower().startswith("python:"):
+                problems.append(
+                    Problem(
+                        f"{where}.{field_name}",
+                        f"criterion {criterion.id!r}: {value!r} names a python: judge, and "
+                        f"{why}: {host}'s configuration alone chooses the judge",
+                    )
+                )
+    return problems

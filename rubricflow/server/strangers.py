@@ -19,6 +19,7 @@ from rubricflow.formats.document import parse_text
 from rubricflow.formats.loader import LoadedFile, load_document
 from rubricflow.model import Rubric
 from rubricflow.plugins import PluginRegistry
+from rubricflow.validation import untrusted_problems as _untrusted_problems
 
 __all__ = ["load_untrusted", "refuse_untrusted", "untrusted_problems"]
 
@@ -27,38 +28,7 @@ _WHY = "rubrics sent over HTTP are data"
 
 def untrusted_problems(rubric: Rubric, plugins: PluginRegistry) -> list[Problem]:
     """What `rubric` asks for that a stranger may not: a file, code, or a judge."""
-    problems: list[Problem] = []
-    for index, criterion in enumerate(rubric.criteria):
-        where = f"criteria[{index}].scoring"
-        scoring = criterion.scoring
-        if scoring.schema_ref:
-            problems.append(
-                Problem(
-                    f"{where}.schema_ref",
-                    f"criterion {criterion.id!r}: schema_ref names a file, and {_WHY}: they "
-                    "read no file on the server; inline the JSON Schema as `schema`",
-                )
-            )
-        function = scoring.function or ""
-        if ":" in function and function not in plugins.functions:
-            problems.append(
-                Problem(
-                    f"{where}.function",
-                    f"criterion {criterion.id!r}: {function!r} names code to import, and "
-                    f"{_WHY}: the server runs only check functions its plugins register",
-                )
-            )
-        for field in ("model", "metric"):
-            value = getattr(scoring, field) or ""
-            if value.strip().lower().startswith("python:"):
-                problems.append(
-                    Problem(
-                        f"{where}.{field}",
-                        f"criterion {criterion.id!r}: {value!r} names a python: judge, and "
-                        f"{_WHY}: the server's configuration alone chooses the judge",
-                    )
-                )
-    return problems
+    return _untrusted_problems(rubric, plugins, why=_WHY, host="the server")
 
 
 def refuse_untrusted(

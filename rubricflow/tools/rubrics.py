@@ -2,7 +2,7 @@
 given inline.
 
 A tool call's arguments are written by a model, so an inline rubric is a stranger's
-data, held to the HTTP API's rules (`rubricflow.server.strangers`): it reads no file
+data, held to the HTTP API's rules (`rubricflow.validation.untrusted_problems`): it reads no file
 (`schema_ref`), names no code to import (a `module:function` no plugin registers) and
 chooses no judge (`python:` specs); the host's configuration alone chooses the judge.
 """
@@ -16,6 +16,7 @@ from rubricflow.errors import ConfigurationError, NotFoundError, Problem, Rubric
 from rubricflow.formats.document import parse_text
 from rubricflow.formats.loader import load_document
 from rubricflow.model import Rubric
+from rubricflow.validation import refuse_broken_configs, untrusted_problems
 
 if TYPE_CHECKING:
     from rubricflow.application import Application
@@ -49,43 +50,10 @@ async def registered_rubric(application: Application, reference: str) -> Rubric:
 
 def stranger_problems(rubric: Rubric, plugins: PluginRegistry) -> list[Problem]:
     """What an inline rubric asks for that a tool call may not: a file, code, a judge."""
-    problems: list[Problem] = []
-    for index, criterion in enumerate(rubric.criteria):
-        where = f"criteria[{index}].scoring"
-        scoring = criterion.scoring
-        if scoring.schema_ref:
-            problems.append(
-                Problem(
-                    f"{where}.schema_ref",
-                    f"criterion {criterion.id!r}: schema_ref names a file, and {_WHY}: "
-                    "inline the JSON Schema as `schema`",
-                )
-            )
-        function = scoring.function or ""
-        if ":" in function and function not in plugins.functions:
-            problems.append(
-                Problem(
-                    f"{where}.function",
-                    f"criterion {criterion.id!r}: {function!r} names code to import, and "
-                    f"{_WHY}: use a check function a plugin registers",
-                )
-            )
-        for field in ("model", "metric"):
-            value = getattr(scoring, field) or ""
-            if value.strip().lower().startswith("python:"):
-                problems.append(
-                    Problem(
-                        f"{where}.{field}",
-                        f"criterion {criterion.id!r}: {value!r} names a python: judge, and "
-                        f"{_WHY}: the host's configuration alone chooses the judge",
-                    )
-                )
-    return problems
+    return untrusted_problems(rubric, plugins, why=_WHY, host="the host")
 
 
 def _load(document: str, format: str | None, plugins: PluginRegistry) -> list[Rubric]:
-    from rubricflow.validation import refuse_broken_configs
-
     parsed = parse_text(document, _SOURCE)
     loaded = load_document(
         parsed, format=format, source=_SOURCE, plugins=plugins, schema_refs="refuse"
