@@ -4,6 +4,11 @@ port, driven over HTTP with httpx, on a SQLite file or the test PostgreSQL serve
 `start_server(db_url, *args)` starts one and waits until /healthz answers; it is stopped
 (SIGTERM) after the test. `issue_token(db_url, role, ...)` creates a token in the store
 the way `rubricflow tokens create` does and returns its secret.
+
+A server costs a second or two to start, so tests that only read, or work on rows of their
+own (their own token names, artifacts, rubric ids), share one per module and backend:
+`module_server` (SQLite and PostgreSQL) and `module_sqlite_server`, on stores of their own
+(`module_db`, `module_sqlite_db`) that no other test empties.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from review.conftest import (  # the review suite's PostgreSQL scratch databases
     pg_session_url,
     run_blocking,
 )
+from sqlalchemy.engine import make_url
 
 from rubricflow.store import Store
 
@@ -188,10 +194,66 @@ async def _migrate(url: str) -> None:
     await store.close()
 
 
+@pytest.fixture(scope="module")
+def module_sqlite_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A migrated SQLite store of this module's own, for the servers its tests share."""
+    url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('shared') / 'server.db'}"
+    run_blocking(_migrate(url))
+    return url
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def module_db(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A migrated store of this module's own on each backend: `module_sqlite_db`, or a
+    PostgreSQL database made for the module and dropped after it (the session's database
+    is emptied by other tests' `server_db`, so a shared server cannot live there)."""
+    if request.param == "sqlite":
+        yield str(request.getfixturevalue("module_sqlite_db"))
+        return
+    request.getfixturevalue("pg_session_url")  # probes the server: skip or fail as it does
+    postgres = PostgresServer(os.environ.get(PG_ENV, PG_DEFAULT))
+    name, url = postgres.create()
+    try:
+        run_blocking(_migrate(url))
+        yield url
+    finally:
+        postgres.drop(name)
+
+
+@pytest.fixture(scope="module")
+def module_sqlite_server(
+    module_sqlite_db: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningServer]:
+    """One `rubricflow serve` (default options) on `module_sqlite_db`, shared by the
+    module's tests: each uses tokens, types and rows of its own."""
+    server = spawn_server(module_sqlite_db, log=tmp_path_factory.mktemp("shared") / "server.log")
+    yield server
+    server.kill_group()
+
+
+@pytest.fixture(scope="module")
+def module_server(
+    module_db: str, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningServer]:
+    """One `rubricflow serve` (default options) per backend, shared by the module's tests;
+    on SQLite it is `module_sqlite_server`."""
+    if make_url(module_db).get_backend_name() == "sqlite":
+        yield request.getfixturevalue("module_sqlite_server")
+        return
+    server = spawn_server(module_db, log=tmp_path_factory.mktemp("shared") / "server.log")
+    yield server
+    server.kill_group()
+
+
 def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+    """Poll until `predicate()` holds or `timeout` passes; the pause between looks grows
+    from 20 ms to 250 ms, so a costly predicate (one opening a store) does not take the
+    CPU from the server it waits for on a two-core machine."""
     deadline = time.monotonic() + timeout
+    pause = 0.02
     while time.monotonic() < deadline:
         if predicate():
             return True
-        time.sleep(0.02)
+        time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
+        pause = min(pause * 1.5, 0.25)
     return predicate()

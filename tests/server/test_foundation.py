@@ -1,6 +1,9 @@
 """The server's foundation, through a real uvicorn process: health and readiness without
 a token, tokens and roles, problem+json errors, body limits, `--no-auth` only on loopback,
-and a clean stop on SIGTERM."""
+and a clean stop on SIGTERM.
+
+Tests that need no server options of their own share one server per backend
+(`module_server`), each with its own token names."""
 
 from __future__ import annotations
 
@@ -16,13 +19,15 @@ from typer.testing import CliRunner
 from rubricflow.cli import app as cli_app
 from rubricflow.store import Store
 
-from .conftest import issue_token
+from .conftest import RunningServer, issue_token
 
 PROBLEM = "application/problem+json"
 
 
-def test_health_readiness_and_the_api_document_need_no_token(start_server, server_db) -> None:
-    server = start_server(server_db)
+def test_health_readiness_and_the_api_document_need_no_token(
+    module_server: RunningServer,
+) -> None:
+    server = module_server
     with server.client() as client:
         assert client.get("/healthz").json() == {"status": "ok"}
         ready = client.get("/readyz")
@@ -33,8 +38,10 @@ def test_health_readiness_and_the_api_document_need_no_token(start_server, serve
         assert client.get("/docs").status_code == 200
 
 
-def test_a_request_without_a_valid_token_is_a_401_problem(start_server, sqlite_db) -> None:
-    server = start_server(sqlite_db)
+def test_a_request_without_a_valid_token_is_a_401_problem(
+    module_sqlite_server: RunningServer,
+) -> None:
+    server = module_sqlite_server
     with server.client() as client:
         missing = client.get("/v1/me")
         assert missing.status_code == 401
@@ -47,11 +54,11 @@ def test_a_request_without_a_valid_token_is_a_401_problem(start_server, sqlite_d
 
 
 def test_the_token_names_the_caller_and_revoking_it_stops_it_at_once(
-    start_server, server_db
+    module_server: RunningServer,
 ) -> None:
-    token = issue_token(server_db, "reviewer", name="queue-bot", types=["post"])
-    admin = issue_token(server_db, "admin", name="ops")
-    server = start_server(server_db)
+    server = module_server
+    token = issue_token(server.db_url, "reviewer", name="queue-bot", types=["post"])
+    admin = issue_token(server.db_url, "admin", name="revoker")
     with server.client(token) as client, server.client(admin) as ops:
         assert client.get("/v1/me").json() == {
             "name": "queue-bot",
@@ -62,25 +69,30 @@ def test_the_token_names_the_caller_and_revoking_it_stops_it_at_once(
         assert client.get("/v1/me").status_code == 401
 
 
-def test_only_admins_manage_tokens_and_the_secret_is_shown_once(start_server, sqlite_db) -> None:
-    admin = issue_token(sqlite_db, "admin", name="ops")
-    reviewer = issue_token(sqlite_db, "reviewer", name="rev")
-    server = start_server(sqlite_db)
+def test_only_admins_manage_tokens_and_the_secret_is_shown_once(
+    module_sqlite_server: RunningServer,
+) -> None:
+    server = module_sqlite_server
+    admin = issue_token(server.db_url, "admin", name="mt-ops")
+    reviewer = issue_token(server.db_url, "reviewer", name="mt-rev")
     with server.client(admin) as ops, server.client(reviewer) as rev:
         denied = rev.post("/v1/tokens", json={"name": "x", "role": "submitter"})
         assert denied.status_code == 403 and denied.headers["content-type"] == PROBLEM
         assert "admin role" in denied.json()["detail"]
-        created = ops.post("/v1/tokens", json={"name": "bot", "role": "submitter"})
+        created = ops.post("/v1/tokens", json={"name": "mt-bot", "role": "submitter"})
         assert created.status_code == 201
         secret = created.json()["token"]
         listed = ops.get("/v1/tokens").json()
-        assert {t["name"] for t in listed} == {"ops", "rev", "bot"}
+        # the shared store also holds the other tests' tokens: every one of this test's
+        # is listed, and no listed token carries its secret
+        mine = {t["name"] for t in listed if t["name"].startswith("mt-")}
+        assert mine == {"mt-ops", "mt-rev", "mt-bot"}
         assert all("token" not in t for t in listed)
         with server.client(secret) as bot:
-            assert bot.get("/v1/me").json()["name"] == "bot"
-        again = ops.post("/v1/tokens", json={"name": "bot", "role": "admin"})
+            assert bot.get("/v1/me").json()["name"] == "mt-bot"
+        again = ops.post("/v1/tokens", json={"name": "mt-bot", "role": "admin"})
         assert again.status_code == 422 and "exists" in again.json()["detail"]
-    database = sqlite_db.split("///", 1)[1]
+    database = server.db_url.split("///", 1)[1]
     with sqlite3.connect(database) as connection:
         stored = " ".join(
             str(v) for row in connection.execute("SELECT * FROM api_tokens") for v in row
@@ -88,11 +100,13 @@ def test_only_admins_manage_tokens_and_the_secret_is_shown_once(start_server, sq
     assert secret.rsplit("_", 1)[1] not in stored
 
 
-def test_an_expired_token_is_refused(start_server, sqlite_db) -> None:
+def test_an_expired_token_is_refused(module_sqlite_server: RunningServer) -> None:
     from datetime import datetime, timedelta, timezone
 
+    server = module_sqlite_server
+
     async def create() -> str:
-        async with await Store.open(sqlite_db) as store:
+        async with await Store.open(server.db_url) as store:
             issued = await store.tokens.create(
                 "short",
                 role="admin",
@@ -102,7 +116,6 @@ def test_an_expired_token_is_refused(start_server, sqlite_db) -> None:
             return issued.secret
 
     secret = run_blocking(create())
-    server = start_server(sqlite_db)
     run_blocking(asyncio.sleep(1.1))
     with server.client(secret) as client:
         assert client.get("/v1/me").status_code == 401
