@@ -254,6 +254,9 @@ _TABLE_RULE = "|---|---|---|---|"
 def _usage(path: tuple[str, ...], command: Any) -> str:
     pieces = [" ".join(path)]
     if _is_group(command):
+        if getattr(command, "invoke_without_command", False):  # runs on its own too
+            options = ["[OPTIONS]"] if _visible(command.params, "option") else []
+            return " ".join([*pieces, *options, "[COMMAND [ARGS]...]"])
         return " ".join([*pieces, "COMMAND", "[ARGS]..."])
     if _visible(command.params, "option"):
         pieces.append("[OPTIONS]")
@@ -285,7 +288,8 @@ def _render_command(path: tuple[str, ...], command: Any, ctx: Any) -> list[str]:
             summary = _first_sentence(sub.help or sub.short_help or "")
             rows.append(f"| [`{name}`](#{_anchor(sub_title)}) | {_cell(summary)} |")
         lines += ["| command | what it does |", "|---|---|", *rows, ""]
-        return lines
+        if not getattr(command, "invoke_without_command", False):
+            return lines
     arguments = _visible(command.params, "argument")
     if arguments:
         lines += ["Arguments:", "", _TABLE_HEAD.format("argument"), _TABLE_RULE]

@@ -90,10 +90,7 @@ def check(
     raise typer.Exit(0 if report.ok else 1)
 
 
-cache_app = typer.Typer(
-    help="Show or clear the judge answer cache; export or import recorded answers.",
-    rich_markup_mode=None,
-)
+cache_app = typer.Typer(rich_markup_mode=None)  # its help is the callback's docstring
 llm_app.add_typer(cache_app, name="cache")
 
 
