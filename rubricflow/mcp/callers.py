@@ -60,10 +60,9 @@ def caller_of(request: Any, default: Caller | None) -> Caller:
     """The caller of one MCP request: the one the HTTP host verified (found in the
     request's ASGI scope), else `default` (stdio's local user)."""
     scope = getattr(request, "scope", None)
-    if isinstance(scope, dict):
-        found = scope.get(CALLER_SCOPE_KEY)
-        if found is not None:
-            return found  # type: ignore[no-any-return]
+    found: Caller | None = scope.get(CALLER_SCOPE_KEY) if isinstance(scope, dict) else None
+    if found is not None:
+        return found
     if default is None:
         # an HTTP host that mounted the endpoint without authenticating the request
         raise RubricflowError("this request carries no verified caller; send an API token")

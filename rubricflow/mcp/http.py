@@ -18,6 +18,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.types import Receive, Scope, Send
 
 from rubricflow.mcp.callers import CALLER_SCOPE_KEY, Caller
 from rubricflow.mcp.server import build_server
@@ -26,10 +27,6 @@ if TYPE_CHECKING:
     from rubricflow.application import Application
 
 __all__ = ["McpHttpEndpoint", "bind_caller"]
-
-Scope = dict[str, Any]
-Receive = Callable[[], Any]
-Send = Callable[[dict[str, Any]], Any]
 
 
 def bind_caller(scope: Scope, caller: Caller) -> None:
@@ -84,4 +81,4 @@ class McpHttpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get(CALLER_SCOPE_KEY) is None:
             raise RuntimeError("McpHttpEndpoint serves authenticated requests only")
-        await self._sessions.handle_request(scope, receive, send)  # type: ignore[arg-type]
+        await self._sessions.handle_request(scope, receive, send)

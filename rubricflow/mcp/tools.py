@@ -186,10 +186,6 @@ TOOLS: tuple[ToolSpec, ...] = (
 _BY_NAME = {spec.name: spec for spec in TOOLS}
 
 
-def _schema(model: type[BaseModel], mode: str) -> dict[str, Any]:
-    return model.model_json_schema(mode=mode)  # type: ignore[arg-type]
-
-
 def list_tools() -> list[Tool]:
     """The tools, their schemas generated from the operations' models."""
     return [
@@ -197,8 +193,8 @@ def list_tools() -> list[Tool]:
             name=spec.name,
             title=spec.title,
             description=spec.description,
-            input_schema=_schema(spec.params, "validation"),
-            output_schema=_schema(spec.result, "serialization"),
+            input_schema=spec.params.model_json_schema(mode="validation"),
+            output_schema=spec.result.model_json_schema(mode="serialization"),
             annotations=ToolAnnotations(
                 title=spec.title,
                 read_only_hint=spec.read_only,

@@ -14,7 +14,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.security import HTTPBearer
@@ -24,6 +24,9 @@ from starlette.types import Receive, Scope, Send
 from rubricflow.server.auth import authenticate
 from rubricflow.server.problems import problem_response
 from rubricflow.server.settings import ServerSettings, is_loopback
+
+if TYPE_CHECKING:
+    from rubricflow.mcp import Caller, McpHttpEndpoint
 
 __all__ = ["MCP_PATH", "mount_mcp"]
 
@@ -35,7 +38,9 @@ _bearer = HTTPBearer(auto_error=False)
 class _AuthenticatedMcp:
     """Authenticate, then hand the request to the MCP endpoint with its caller."""
 
-    def __init__(self, endpoint: Any, bind_caller: Callable[[Any, Any], None]) -> None:
+    def __init__(
+        self, endpoint: McpHttpEndpoint, bind_caller: Callable[[Scope, Caller], None]
+    ) -> None:
         self.endpoint = endpoint
         self.bind_caller = bind_caller
 
