@@ -28,7 +28,7 @@ from rubricflow.errors import (
 from rubricflow.results import Target
 from rubricflow.wire import ArtifactTypeIn, RubricBindingIn
 
-from .artifact_setup import FAIL, PASS, RUBRIC, prepare
+from .artifact_setup import FAIL, PASS, RUBRIC, Tokens, prepare
 from .conftest import RunningServer
 
 StartServer = Callable[..., RunningServer]
@@ -182,11 +182,20 @@ def test_the_client_over_every_method_family(server_db: str, start_server: Start
             sub.list_tokens()
 
 
+@pytest.fixture(scope="module")
+def prepared(module_sqlite_db: str, request: pytest.FixtureRequest) -> tuple[RunningServer, Tokens]:
+    """One server (default options, an embedded worker) on a store prepared before it
+    starts, shared by the tests below: each acts through a submitter of its own or creates
+    nothing."""
+    tokens = prepare(module_sqlite_db)
+    server: RunningServer = request.getfixturevalue("module_sqlite_server")
+    return server, tokens
+
+
 def test_wait_for_decision_on_a_review_the_embedded_worker_decides(
-    sqlite_db: str, start_server: StartServer
+    prepared: tuple[RunningServer, Tokens],
 ) -> None:
-    tokens = prepare(sqlite_db)
-    server = start_server(sqlite_db)
+    server, tokens = prepared
 
     async def scenario() -> None:
         async with AsyncClient(server.url, tokens.sub) as client:
@@ -238,15 +247,15 @@ class DropsTheFirstAnswer(httpx.AsyncBaseTransport):
 
 
 def test_a_retry_after_a_dropped_connection_creates_one_artifact(
-    sqlite_db: str, start_server: StartServer
+    prepared: tuple[RunningServer, Tokens],
 ) -> None:
-    tokens = prepare(sqlite_db)
-    server = start_server(sqlite_db)
+    server, tokens = prepared
     transport = DropsTheFirstAnswer()
 
     async def scenario() -> None:
+        # `other`: this test's own submitter, so its list holds only what this test made
         async with AsyncClient(
-            server.url, tokens.sub, transport=transport, retry=RetryPolicy(backoff=0.01)
+            server.url, tokens.other, transport=transport, retry=RetryPolicy(backoff=0.01)
         ) as client:
             outcome = await client.submit("note", PASS)
             assert outcome.status == "approved"
@@ -261,10 +270,9 @@ def test_a_retry_after_a_dropped_connection_creates_one_artifact(
 
 
 def test_errors_name_the_server_and_never_the_token(
-    sqlite_db: str, start_server: StartServer
+    prepared: tuple[RunningServer, Tokens],
 ) -> None:
-    tokens = prepare(sqlite_db)
-    server = start_server(sqlite_db)
+    server, tokens = prepared
     with Client(server.url, tokens.sub) as client:
         with pytest.raises(ConfigurationError) as invalid:
             client.submit("note", PASS, artifact_id="bad/id")
