@@ -8,6 +8,7 @@ hide the SDK from every test that imports it.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -18,12 +19,14 @@ from typing import Any
 import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
-from review.conftest import run_blocking
+from review.conftest import PG_DEFAULT, PG_ENV, PostgresServer, pg_session_url, run_blocking
 from server.conftest import RunningServer, spawn_server
 
 from rubricflow.application import Application
 from rubricflow.model import parse_rubric
 from rubricflow.review import ArtifactType, RubricBinding
+
+__all__ = ["pg_session_url"]  # the review suite's PostgreSQL database, as a fixture here
 
 
 def gate(version: str, threshold: float) -> dict[str, Any]:
@@ -109,6 +112,18 @@ def prepare_store(db_url: str) -> Tokens:
 @pytest.fixture
 def store_db(tmp_path: Path) -> str:
     url = f"sqlite+aiosqlite:///{tmp_path / 'mcp.db'}"
+    prepare_store(url)
+    return url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A prepared store on SQLite or on the test PostgreSQL server (emptied first)."""
+    if request.param == "sqlite":
+        url = f"sqlite+aiosqlite:///{tmp_path / 'mcp.db'}"
+    else:
+        url = str(request.getfixturevalue("pg_session_url"))
+        PostgresServer(os.environ.get(PG_ENV, PG_DEFAULT)).empty(url)
     prepare_store(url)
     return url
 
