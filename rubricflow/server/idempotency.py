@@ -17,6 +17,10 @@ Responses with status 500 and above are not stored (the key is let go: a retry r
 again), nor are streamed ones (anything but JSON). Keys are forgotten after
 `ServerSettings.idempotency_ttl_seconds` (24 h). A request whose key is held by a server
 that died is taken over once the key's lock (`LOCK_SECONDS`) lapses.
+
+The keys of concurrent requests are written together (`_KeyWriter`): the claims and
+stored responses that arrive while one write is under way go in the next, one
+transaction for all of them, instead of two transactions per request.
 """
 
 from __future__ import annotations
@@ -24,14 +28,19 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from typing import Any
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rubricflow.server.auth import LOCAL_PRINCIPAL, Principal, token_cache
 from rubricflow.server.problems import PROBLEM_JSON
-from rubricflow.store.idempotency import StoredResponse
+from rubricflow.store.idempotency import (
+    FinishedKey,
+    IdempotencyStore,
+    KeyClaim,
+    KeyRequest,
+    StoredResponse,
+)
 
 __all__ = ["IDEMPOTENCY_HEADER", "LOCK_SECONDS", "IdempotencyMiddleware"]
 
@@ -70,6 +79,79 @@ async def verified_principal(scope: Scope) -> Principal | None:
     return principal
 
 
+class _KeyWriter:
+    """Group commit for idempotency keys: `begin` and `finish` calls queue up, and one
+    task writes each batch in one transaction (what arrives during a write goes in the
+    next). A request never waits longer than its own write: a lone request is written at
+    once."""
+
+    def __init__(self, keys: IdempotencyStore, *, ttl_seconds: float) -> None:
+        self.keys = keys
+        self.ttl_seconds = ttl_seconds
+        self._begins: list[tuple[KeyRequest, asyncio.Future[KeyClaim]]] = []
+        self._finishes: list[tuple[FinishedKey, asyncio.Future[None]]] = []
+        self._task: asyncio.Task[None] | None = None
+        self._releases: set[asyncio.Future[None]] = set()
+
+    async def begin(self, request: KeyRequest) -> KeyClaim:
+        future: asyncio.Future[KeyClaim] = asyncio.get_running_loop().create_future()
+        self._begins.append((request, future))
+        self._start()
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            # the client left: a key this request came to hold is let go once written
+            future.add_done_callback(lambda done: self._let_go(request, done))
+            raise
+
+    async def finish(self, request: KeyRequest, response: StoredResponse) -> None:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._finishes.append((FinishedKey(request, response), future))
+        self._start()
+        await asyncio.shield(future)
+
+    def _let_go(self, request: KeyRequest, done: asyncio.Future[KeyClaim]) -> None:
+        if done.cancelled() or done.exception() is not None:
+            return
+        if done.result().outcome == "started":
+            task = asyncio.ensure_future(self.keys.release(*_named(request)))
+            self._releases.add(task)
+            task.add_done_callback(self._releases.discard)
+
+    def _start(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._write())
+
+    async def _write(self) -> None:
+        while self._begins or self._finishes:
+            begins, self._begins = self._begins, []
+            finishes, self._finishes = self._finishes, []
+            try:
+                claims = await self.keys.write_batch(
+                    [request for request, _ in begins],
+                    [finished for finished, _ in finishes],
+                    ttl_seconds=self.ttl_seconds,
+                    lock_seconds=LOCK_SECONDS,
+                )
+            except BaseException as error:
+                futures: list[asyncio.Future[KeyClaim] | asyncio.Future[None]] = [
+                    future for _, future in begins
+                ]
+                futures.extend(future for _, future in finishes)
+                for future in futures:
+                    if not future.done():
+                        future.set_exception(error)
+                if isinstance(error, asyncio.CancelledError):
+                    raise
+                continue
+            for (_, begun), claim in zip(begins, claims, strict=True):
+                if not begun.done():
+                    begun.set_result(claim)
+            for _, finished in finishes:
+                if not finished.done():
+                    finished.set_result(None)
+
+
 class IdempotencyMiddleware:
     """Replay the stored response of a state-changing request retried under its
     `Idempotency-Key`, instead of doing it again (see the module's docstring)."""
@@ -78,6 +160,13 @@ class IdempotencyMiddleware:
         self.app = app
         self.ttl_seconds = ttl_seconds
         self.wait_seconds = wait_seconds
+        self._writer: _KeyWriter | None = None
+
+    def _keys(self, scope: Scope) -> _KeyWriter:
+        keys: IdempotencyStore = scope["app"].state.application.store.idempotency
+        if self._writer is None or self._writer.keys is not keys:
+            self._writer = _KeyWriter(keys, ttl_seconds=self.ttl_seconds)
+        return self._writer
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in _UNSAFE:
@@ -103,8 +192,9 @@ class IdempotencyMiddleware:
             return
         body = await _read_body(receive)
         fingerprint = _fingerprint(scope, body)
-        keys = scope["app"].state.application.store.idempotency
-        claim = await self._claim(scope, keys, principal.name, key, fingerprint)
+        writer = self._keys(scope)
+        request = KeyRequest(principal.name, key, fingerprint)
+        claim = await self._claim(scope, writer, request)
         if claim is None:
             return  # a problem was sent
         outcome, stored = claim
@@ -133,12 +223,10 @@ class IdempotencyMiddleware:
                 headers={"Retry-After": "1"},
             )
             return
-        await self._run(
-            scope, _replaying(body, receive), send, keys, principal.name, key, fingerprint
-        )
+        await self._run(scope, _replaying(body, receive), send, writer, request)
 
     async def _claim(
-        self, scope: Scope, keys: Any, principal: str, key: str, fingerprint: str
+        self, scope: Scope, writer: _KeyWriter, request: KeyRequest
     ) -> tuple[str, StoredResponse | None] | None:
         """Hold the key, or wait (up to the wait) for the request holding it to finish."""
         loop = asyncio.get_running_loop()
@@ -146,13 +234,7 @@ class IdempotencyMiddleware:
         stopping: asyncio.Event | None = getattr(scope["app"].state, "stopping", None)
         pause = 0.02
         while True:
-            claim = await keys.begin(
-                principal,
-                key,
-                fingerprint,
-                ttl_seconds=self.ttl_seconds,
-                lock_seconds=LOCK_SECONDS,
-            )
+            claim = await writer.begin(request)
             if claim.outcome != "in_progress":
                 return claim.outcome, claim.response
             remaining = deadline - loop.time()
@@ -166,10 +248,8 @@ class IdempotencyMiddleware:
         scope: Scope,
         receive: Receive,
         send: Send,
-        keys: Any,
-        principal: str,
-        key: str,
-        fingerprint: str,
+        writer: _KeyWriter,
+        request: KeyRequest,
     ) -> None:
         """Run the request holding the key; store a JSON response under 500 before sending
         it, let go of the key otherwise."""
@@ -189,7 +269,7 @@ class IdempotencyMiddleware:
                 if not kind.startswith(("application/json", PROBLEM_JSON)):
                     streaming = True  # not replayable: let go of the key and stream it
                     settled = True
-                    await keys.release(principal, key, fingerprint)
+                    await writer.keys.release(*_named(request))
                     await send(message)
                 return
             if message["type"] != "http.response.body":
@@ -206,11 +286,9 @@ class IdempotencyMiddleware:
                     for name, value in start.get("headers", [])
                     if name.lower() not in _NOT_REPLAYED
                 ]
-                await keys.finish(
-                    principal, key, fingerprint, StoredResponse(status, headers, b"".join(parts))
-                )
+                await writer.finish(request, StoredResponse(status, headers, b"".join(parts)))
             else:
-                await keys.release(principal, key, fingerprint)
+                await writer.keys.release(*_named(request))
             settled = True
             await send(start)
             await send({"type": "http.response.body", "body": b"".join(parts)})
@@ -219,7 +297,11 @@ class IdempotencyMiddleware:
             await self.app(scope, receive, capture)
         finally:
             if not settled:  # the request failed, or its client went away
-                await asyncio.shield(keys.release(principal, key, fingerprint))
+                await asyncio.shield(writer.keys.release(*_named(request)))
+
+
+def _named(request: KeyRequest) -> tuple[str, str, str]:
+    return request.principal, request.key, request.fingerprint
 
 
 def _fingerprint(scope: Scope, body: bytes) -> str:
