@@ -1,112 +1,18 @@
-"""Fixtures for the MCP tests: a store with rubrics, artifact types and tokens, and the
-SDK's own client against `rubricflow mcp` (stdio, a real subprocess) or `rubricflow
-serve` (streamable HTTP at /mcp, a real uvicorn process, one per module).
-
-This folder has no `__init__.py` on purpose: as a package it would be named `mcp` and
-hide the SDK from every test that imports it.
-"""
+"""Fixtures for the MCP tests: prepared stores (SQLite, PostgreSQL) and one `rubricflow
+serve` per module (`mcp_support.py` has the helpers)."""
 
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import httpx2
 import pytest
-from mcp import Client, StdioServerParameters
-from review.conftest import PG_DEFAULT, PG_ENV, PostgresServer, pg_session_url, run_blocking
-from server.conftest import RunningServer, spawn_server
-
-from rubricflow.application import Application
-from rubricflow.model import parse_rubric
-from rubricflow.review import ArtifactType, RubricBinding
+from mcp_support import McpServer, prepare_store
+from review.conftest import PG_DEFAULT, PG_ENV, PostgresServer, pg_session_url
+from server.conftest import spawn_server
 
 __all__ = ["pg_session_url"]  # the review suite's PostgreSQL database, as a fixture here
-
-
-def gate(version: str, threshold: float) -> dict[str, Any]:
-    """A deterministic rubric: the content must not say FAIL."""
-    return {
-        "id": "gate",
-        "name": "Gate",
-        "version": version,
-        "description": "Content that does not say FAIL",
-        "pass_threshold": threshold,
-        "criteria": [
-            {
-                "id": "clean",
-                "name": "Clean",
-                "description": "The content does not say FAIL.",
-                "required": True,
-                "scoring": {
-                    "method": "deterministic",
-                    "function": "contains_none",
-                    "config": {"terms": ["FAIL"]},
-                },
-            }
-        ],
-    }
-
-
-#: a rubric an LLM judges: without a judge, evaluate_text refuses it
-TONE: dict[str, Any] = {
-    "id": "tone",
-    "name": "Tone",
-    "version": "1.0.0",
-    "criteria": [
-        {
-            "id": "polite",
-            "description": "The reply is polite.",
-            "scoring": {"method": "llm_verdict"},
-        }
-    ],
-}
-PASS = "a fine note"
-FAIL = "this one says FAIL"
-
-
-@dataclass
-class Tokens:
-    """`sub` and `other`: submitters of `note`; `rev`: a reviewer; `admin`."""
-
-    sub: str
-    other: str
-    rev: str
-    admin: str
-
-
-def prepare_store(db_url: str) -> Tokens:
-    """gate 1.0.0 and 1.1.0, tone, the types `note` and `secret` (both reviewed by
-    gate), and a token per principal."""
-
-    async def work() -> Tokens:
-        async with await Application.open(db_url) as app:
-            for rubric in (gate("1.0.0", 0.5), gate("1.1.0", 0.75), TONE):
-                await app.store.rubrics.register(parse_rubric(rubric))
-            binding = (RubricBinding(rubric_id="gate"),)
-            await app.artifacts.set_type(ArtifactType(name="note", rubrics=binding))
-            await app.artifacts.set_type(ArtifactType(name="secret", rubrics=binding))
-
-            async def issue(name: str, role: str, *types: str) -> str:
-                made = await app.store.tokens.create(
-                    name, role=role, types=types, created_by="tests"
-                )
-                return made.secret
-
-            return Tokens(
-                sub=await issue("sub", "submitter", "note"),
-                other=await issue("other", "submitter", "note"),
-                rev=await issue("rev", "reviewer"),
-                admin=await issue("admin", "admin"),
-            )
-
-    tokens: Tokens = run_blocking(work())
-    return tokens
 
 
 @pytest.fixture
@@ -128,34 +34,6 @@ def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return url
 
 
-def stdio_client(db_url: str, *args: str) -> Client:
-    """The SDK's client over `rubricflow mcp --db DB --actor bot`, a real subprocess."""
-    command = ["-m", "rubricflow", "mcp", "--db", db_url, "--actor", "bot", *args]
-    return Client(StdioServerParameters(command=sys.executable, args=command), cache=None)
-
-
-@dataclass
-class McpServer:
-    """A `rubricflow serve` process with its tokens."""
-
-    server: RunningServer
-    tokens: Tokens
-
-    @property
-    def url(self) -> str:
-        return f"{self.server.url}/mcp"
-
-    @asynccontextmanager
-    async def client(self, token: str) -> AsyncIterator[Client]:
-        """The SDK's client over streamable HTTP, sending `token`."""
-        headers = {"Authorization": f"Bearer {token}"}
-        async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
-            from mcp.client.streamable_http import streamable_http_client
-
-            async with Client(streamable_http_client(self.url, http_client=http), cache=None) as c:
-                yield c
-
-
 @pytest.fixture(scope="module")
 def mcp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpServer]:
     """One `rubricflow serve` for the module, on a prepared SQLite store."""
@@ -167,16 +45,3 @@ def mcp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpServer]:
         yield McpServer(running, tokens)
     finally:
         running.kill_group()
-
-
-def structured(result: Any) -> dict[str, Any]:
-    """A tool result's structured content; fails with its text when it is an error."""
-    assert not result.is_error, result.content[0].text
-    content: dict[str, Any] = result.structured_content
-    return content
-
-
-def error_text(result: Any) -> str:
-    assert result.is_error, result.structured_content
-    text: str = result.content[0].text
-    return text

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from conftest import FAIL, PASS, error_text, structured
 from mcp import Client
+from mcp_support import FAIL, PASS, error_text, structured
 
 from rubricflow.application import Application
 from rubricflow.mcp import LocalCaller, build_server

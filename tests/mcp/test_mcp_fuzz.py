@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 
 import jsonschema
 import pytest
-from conftest import FAIL, PASS, prepare_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
+from mcp_support import FAIL, PASS, prepare_store
 
 from rubricflow.application import Application
 from rubricflow.mcp import LocalCaller, build_server

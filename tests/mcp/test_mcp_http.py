@@ -9,7 +9,7 @@ import sys
 
 import httpx
 import pytest
-from conftest import FAIL, PASS, McpServer, error_text, structured
+from mcp_support import FAIL, PASS, McpServer, error_text, structured
 
 from rubricflow.tools.models import GetReviewParams, ReviseArtifactParams
 

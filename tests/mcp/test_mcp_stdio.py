@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import FAIL, PASS, error_text, stdio_client, structured
 from llm.scripted import Recorded, Reply, ScriptedServer, openai_reply, verdict
 from mcp.shared.exceptions import MCPError
+from mcp_support import FAIL, PASS, error_text, stdio_client, structured
 
 from rubricflow.tools.models import (
     EvaluateTextParams,
