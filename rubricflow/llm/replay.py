@@ -164,7 +164,9 @@ def read_answers(path: str | Path) -> list[RecordedAnswer]:
         ) from None
     except (OSError, UnicodeDecodeError) as error:
         raise ReplayFileError(f"{source}: cannot be read: {error}") from None
-    lines = [(number, raw) for number, raw in enumerate(text.splitlines(), 1) if raw.strip()]
+    # only "\n" ends a line: str.splitlines() would also split inside an answer's text
+    # at U+2028 and the like, which JSON leaves unescaped
+    lines = [(number, raw) for number, raw in enumerate(text.split("\n"), 1) if raw.strip()]
     if not lines:
         raise ReplayFileError(f"{source}: the file is empty; it has no recorded-answers header")
     parsed: list[tuple[int, Any]] = []

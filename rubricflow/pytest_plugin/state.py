@@ -3,7 +3,9 @@ and the rubric lookup, made on first use and kept in `config.stash`."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,17 +81,43 @@ class PluginState:
     def finish(self) -> None:
         """At the end of the run: write the recorded answers, close the local cache."""
         if self._recording is not None and self.record_path is not None:
-            old: list[Any] = []
-            if self.record_path.exists():
-                try:
-                    old = read_answers(self.record_path)
-                except Exception as error:  # a broken file is replaced, and said so
-                    logger.warning("%s could not be read, replaced: %s", self.record_path, error)
-            count = write_answers(self.record_path, merge_answers(old, self._recording.answers()))
+            with _locked(self.record_path):  # pytest-xdist workers each write theirs
+                old: list[Any] = []
+                if self.record_path.exists():
+                    try:
+                        old = read_answers(self.record_path)
+                    except Exception as error:  # a broken file is replaced, and said so
+                        logger.warning(
+                            "%s could not be read, replaced: %s", self.record_path, error
+                        )
+                fresh = self._recording.answers()
+                count = write_answers(self.record_path, merge_answers(old, fresh))
             logger.info("recorded %d judge answer(s) in %s", count, self.record_path)
         if self._local is not None:
             self._local.close()
             self._local = None
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock for writing `path` (POSIX; elsewhere none). The lock file is in
+    the temporary folder, not beside a file meant to be committed."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    import hashlib
+    import tempfile
+
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    lock = Path(tempfile.gettempdir()) / f"rubricflow-record-{digest}.lock"
+    with open(lock, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 _fallback: list[PluginState] = []
