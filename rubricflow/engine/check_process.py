@@ -93,17 +93,33 @@ def _child_limits(memory_mb: int) -> None:
             resource.setrlimit(limit, (value, hard))
 
 
-def _cpu_budget(seconds: float) -> None:
-    """Let this process use `seconds` more CPU time from now (SIGXCPU past it)."""
-    import resource
+class _CpuBudget:
+    """Before each criterion, lets this process use `seconds` more CPU time from now
+    (SIGXCPU past it). RLIMIT_CPU counts the whole process's time in whole seconds, so
+    the limit set for one criterion still holds for the next while it leaves between
+    `seconds` and `seconds` + 1 from now: it is set again (three system calls, a good
+    share of a fast check's cost) only about once per CPU second used."""
 
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    soft = math.ceil(usage.ru_utime + usage.ru_stime + seconds)
-    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    if hard != resource.RLIM_INFINITY:
-        soft = min(soft, hard)
-    with contextlib.suppress(ValueError, OSError):
-        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    def __init__(self) -> None:
+        self.limit: float | None = None  # the soft limit set last, in CPU seconds
+
+    def allow(self, seconds: float) -> None:
+        used = time.process_time()  # the process's user + system time, as RLIMIT_CPU counts
+        limit = self.limit
+        if limit is not None and seconds <= limit - used <= seconds + 1:
+            return
+        import resource
+
+        soft = math.ceil(used + seconds)
+        _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+        except (ValueError, OSError):
+            self.limit = None
+        else:
+            self.limit = soft
 
 
 async def _child_score(
@@ -151,6 +167,7 @@ async def _child_job(
     cpu_seconds: float,
     memory_mb: int,
     progress: mmap.mmap,
+    budget: _CpuBudget,
 ) -> _Answer:
     """Score a job's criteria one after another, each under its CPU budget, noting in
     `progress` which one runs since when."""
@@ -158,7 +175,7 @@ async def _child_job(
     for index in range(len(spec.routes)) if indices is None else indices:
         criterion, method, _ = spec.routes[index]
         PROGRESS.pack_into(progress, 0, job, index, time.monotonic())
-        _cpu_budget(cpu_seconds)
+        budget.allow(cpu_seconds)
         answer.append((index, await _child_score(spec, criterion, method, target, memory_mb)))
     return answer
 
@@ -177,6 +194,7 @@ def child_main(argv: list[str]) -> None:
     progress = mmap.mmap(progress_fd, PROGRESS.size)
     loop = asyncio.new_event_loop()
     specs: dict[str, _ChildSpec] = {}
+    budget = _CpuBudget()
     write_all(result_fd, pickle.dumps(("ready", os.getpid())))
     with contextlib.suppress(BrokenPipeError):  # the parent closed its end: stop
         while True:
@@ -190,7 +208,7 @@ def child_main(argv: list[str]) -> None:
             if spec_data is not None:
                 specs[key] = _child_spec(*spec_data)
             spec = specs[key]
-            arguments = (spec, job, indices, target, cpu_seconds, memory_mb, progress)
+            arguments = (spec, job, indices, target, cpu_seconds, memory_mb, progress, budget)
             answer = _finish_now(_child_job(*arguments), loop) if spec.sync else None
             if answer is None:
                 answer = loop.run_until_complete(_child_job(*arguments))

@@ -92,6 +92,7 @@ __all__ = [
     "isolation_settings",
     "score_isolated",
     "shutdown_check_pool",
+    "uses_pool",
 ]
 
 ISOLATION_ENV = "RUBRICFLOW_CHECK_ISOLATION"
@@ -320,6 +321,20 @@ def isolation_plan(rubric: Rubric, context: ScoringContext, mode: Mode) -> Isola
     if len(_plans) > SPEC_CACHE:
         _plans.popitem(last=False)
     return plan
+
+
+def uses_pool(rubric: Rubric, plugins: Any, *, allow_import: bool = False) -> bool:
+    """Whether evaluating `rubric` with `plugins` sends any criterion to the pool under the
+    current settings: what a caller asks before overlapping an evaluation's hop with other
+    work (cached, as `isolation_plan` is)."""
+    mode = isolation_settings().mode
+    if mode == "off":
+        return False
+    cached = _plans.get((rubric.content_hash, id(plugins), allow_import, mode))
+    if cached is not None and cached[0] is plugins:
+        return cached[1] is not None
+    context = ScoringContext(rubric=rubric, plugins=plugins, allow_import=allow_import)
+    return isolation_plan(rubric, context, mode) is not None
 
 
 # -- holding the shared pool ---------------------------------------------------------

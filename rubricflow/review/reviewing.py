@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from rubricflow.engine.executor import evaluate
+from rubricflow.engine.isolation import uses_pool
 from rubricflow.errors import ArtifactConflictError, ReviewError
 from rubricflow.llm.session import LLMSession
 from rubricflow.model import Rubric
@@ -36,7 +37,15 @@ from rubricflow.store.artifacts import (
     RubricBinding,
 )
 
-__all__ = ["Planned", "ReviewOutcome", "Reviewer", "no_rubrics"]
+__all__ = ["Evaluating", "Planned", "ReviewOutcome", "Reviewer", "no_rubrics"]
+
+#: a review's evaluations begun early (`Reviewer.start_evaluating`): one per planned rubric,
+#: None where a stored one is reused
+Evaluating = asyncio.Task[list[Evaluation | None]]
+
+# loop turns a just-started evaluation is given to reach its first wait (the job sent to
+# the check pool: `Reviewer.start_evaluating`)
+_START_TURNS = 3
 
 
 class Planned(NamedTuple):
@@ -131,10 +140,12 @@ class Reviewer:
         *,
         prepared: tuple[ArtifactType, list[Planned]] | None = None,
         seq: int | None = None,
+        evaluating: Evaluating | None = None,
     ) -> ReviewOutcome:
         """Evaluate a claimed artifact (in_review, leased, as a claim returned it) and
         commit the outcome; `prepared` is its type and plan when the caller read them
-        already, `seq` the number of the decision's event when known.
+        already, `seq` the number of the decision's event when known, `evaluating` its
+        evaluations when the caller began them before the claim (`start_evaluating`).
 
         The outcome is written only if the artifact is still as claimed: when the lease
         expired and another worker took the review over, or a human decided meanwhile,
@@ -146,7 +157,7 @@ class Reviewer:
             if prepared is None:
                 prepared = await self._prepare(artifact)
             artifact_type, plan = prepared
-            results, unsaved = await self._evaluate_all(artifact, artifact_type, plan)
+            results, unsaved = await self._evaluate_all(artifact, artifact_type, plan, evaluating)
         except Exception as error:  # the review could not finish: never strand the artifact
             reason = f"review could not finish: {type(error).__name__}: {error}"
             released = await self._release(artifact, reason)
@@ -155,6 +166,8 @@ class Reviewer:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
+            if evaluating is not None:
+                await stop_evaluating(evaluating)
         return await self._decide(artifact, artifact_type, results, unsaved, seq)
 
     async def _prepare(self, artifact: Artifact) -> tuple[ArtifactType, list[Planned]]:
@@ -247,24 +260,70 @@ class Reviewer:
             f"{trigger!r} was not applied"
         )
 
-    async def _evaluate_all(
+    def start_evaluating(
         self, artifact: Artifact, artifact_type: ArtifactType, plan: list[Planned]
-    ) -> tuple[list[tuple[RubricBinding, Evaluation]], list[Evaluation]]:
-        """Every bound rubric's evaluation of this revision, and those of them not stored
-        yet. Each new evaluation is stored as soon as it is made, so a review that dies
-        midway leaves them for the next to reuse; a review with one evaluation to make
-        leaves it to `_decide`, which stores it in the decision's own transaction."""
-        store_now = sum(1 for item in plan if item.reused is None) > 1
+    ) -> Evaluating | None:
+        """Begin a review's evaluations before its claim is written, when a rubric to
+        evaluate has criteria in the check process pool: the pool scores them while this
+        process commits the submission and the claim (the evaluation needs nothing either
+        writes), instead of this process waiting on the pool afterwards. None when nothing
+        would overlap (every check runs in this process, or every evaluation is reused).
+        The caller gives the task its first turns (`let_start`) and hands it to
+        `finish_review`, or stops it (`stop_evaluating`) when the claim fails."""
+        allow_import = bool(self.evaluate_options.get("allow_import", False))
+        plugins = self._context.plugins
+        if not any(
+            item.reused is None and uses_pool(item.rubric, plugins, allow_import=allow_import)
+            for item in plan
+        ):
+            return None
+        return asyncio.create_task(self._make(artifact, artifact_type, plan))
 
-        async def one(item: Planned) -> tuple[RubricBinding, Evaluation, bool]:
+    async def _make(
+        self, artifact: Artifact, artifact_type: ArtifactType, plan: list[Planned]
+    ) -> list[Evaluation | None]:
+        """Each planned rubric's new evaluation (None where a stored one is reused), made
+        together; one alone is awaited directly, so its hop starts in the first turn."""
+        todo = [item.rubric for item in plan if item.reused is None]
+        if len(todo) == 1:
+            made = [await self._evaluate(artifact, artifact_type, todo[0])]
+        else:
+            made = list(
+                await asyncio.gather(
+                    *(self._evaluate(artifact, artifact_type, rubric) for rubric in todo)
+                )
+            )
+        found = iter(made)
+        return [None if item.reused is not None else next(found) for item in plan]
+
+    async def _evaluate_all(
+        self,
+        artifact: Artifact,
+        artifact_type: ArtifactType,
+        plan: list[Planned],
+        evaluating: Evaluating | None = None,
+    ) -> tuple[list[tuple[RubricBinding, Evaluation]], list[Evaluation]]:
+        """Every bound rubric's evaluation of this revision (made here, or by `evaluating`,
+        begun before the claim), and those of them not stored yet. Each new evaluation is
+        stored as soon as it is made, so a review that dies midway leaves them for the
+        next to reuse; a review with one evaluation to make leaves it to `_decide`, which
+        stores it in the decision's own transaction."""
+        store_now = sum(1 for item in plan if item.reused is None) > 1
+        made = await evaluating if evaluating is not None else [None] * len(plan)
+
+        async def one(
+            item: Planned, early: Evaluation | None
+        ) -> tuple[RubricBinding, Evaluation, bool]:
             if item.reused is not None:
                 return item.binding, item.reused, True
-            evaluation = await self._evaluate(artifact, artifact_type, item.rubric)
+            evaluation = early or await self._evaluate(artifact, artifact_type, item.rubric)
             if not store_now:
                 return item.binding, evaluation, False
             return item.binding, await self._save(evaluation, artifact), True
 
-        done = await asyncio.gather(*(one(item) for item in plan))
+        done = await asyncio.gather(
+            *(one(item, early) for item, early in zip(plan, made, strict=True))
+        )
         return [(b, e) for b, e, _ in done], [e for _, e, saved in done if not saved]
 
     async def _evaluate(
@@ -354,6 +413,25 @@ class Reviewer:
         if saved is evaluation:  # stored now, not found stored by another reviewer
             await self._context.announce_evaluations(artifact, [saved])
         return saved
+
+
+async def let_start(evaluating: Evaluating) -> None:
+    """Give an evaluation just begun (`Reviewer.start_evaluating`) the few loop turns it
+    takes to reach its first wait, its job written to the check pool, before the caller
+    goes on to writes that run without yielding to the loop (SQLite's inline writes)."""
+    for _ in range(_START_TURNS):
+        if evaluating.done():
+            return
+        await asyncio.sleep(0)
+
+
+async def stop_evaluating(evaluating: Evaluating) -> None:
+    """Stop an early evaluation whose review will not use it (its claim failed, the
+    review stopped): cancelled, and waited for, so no pool job is left behind."""
+    if not evaluating.done():
+        evaluating.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await evaluating
 
 
 def outcome_of(

@@ -26,7 +26,14 @@ from rubricflow.review.context import (
     named,
     utcnow,
 )
-from rubricflow.review.reviewing import Reviewer, ReviewOutcome, no_rubrics
+from rubricflow.review.reviewing import (
+    Evaluating,
+    Reviewer,
+    ReviewOutcome,
+    let_start,
+    no_rubrics,
+    stop_evaluating,
+)
 from rubricflow.store.artifacts import Artifact, ArtifactType
 
 __all__ = ["ArtifactSubmitter", "check_content", "check_submittable"]
@@ -56,46 +63,59 @@ class ArtifactSubmitter:
         `expected_version` as it is submitted.
         """
         context = self._context
-        async with context.repository.transaction() as tx:
-            artifact, artifact_type, last_seq, reviewed = await tx.get_for_submit(artifact_id)
-            check_version(artifact, expected_version)
-            check_content(artifact, artifact_type)
-            if not artifact_type.rubrics:
-                raise no_rubrics(artifact_type, artifact_id)
-            inline = not defer and artifact_type.auto_review
-            if inline:
-                plan = await self._reviewer.plan(tx, artifact, artifact_type, reviewed)
-            else:
-                for binding in artifact_type.rubrics:
-                    await tx.rubric(binding)
-            # a review done here is not left for workers to snatch between the submit and
-            # the claim; should this process die in between, workers take it after the
-            # grace period
-            grace = timedelta(seconds=min(context.lease_seconds, INLINE_GRACE_SECONDS))
-            change = context.change(
-                artifact,
-                "submit",
-                actor=named(actor),
-                reason="submitted",
-                queued_at=utcnow() + grace if inline else utcnow(),
-            )
-            with expect_version(artifact, expected_version):
-                event, artifact = await tx.write_transition(artifact, change, seq=last_seq + 1)
-        await context.notify(event)
-        if not inline:
-            return ReviewOutcome(artifact, queued=True, reason="queued for a worker")
-        worker = f"inline-{os.getpid()}"
+        evaluating: Evaluating | None = None
         try:
-            # the artifact as just written: its claim needs no second look
-            claimed, started = await self._claims.claim_submitted(
-                artifact, worker=worker, seq=event.seq + 1
+            async with context.repository.transaction() as tx:
+                artifact, artifact_type, last_seq, reviewed = await tx.get_for_submit(artifact_id)
+                check_version(artifact, expected_version)
+                check_content(artifact, artifact_type)
+                if not artifact_type.rubrics:
+                    raise no_rubrics(artifact_type, artifact_id)
+                inline = not defer and artifact_type.auto_review
+                if inline:
+                    plan = await self._reviewer.plan(tx, artifact, artifact_type, reviewed)
+                else:
+                    for binding in artifact_type.rubrics:
+                        await tx.rubric(binding)
+                # a review done here is not left for workers to snatch between the submit
+                # and the claim; should this process die in between, workers take it after
+                # the grace period
+                grace = timedelta(seconds=min(context.lease_seconds, INLINE_GRACE_SECONDS))
+                change = context.change(
+                    artifact,
+                    "submit",
+                    actor=named(actor),
+                    reason="submitted",
+                    queued_at=utcnow() + grace if inline else utcnow(),
+                )
+                with expect_version(artifact, expected_version):
+                    event, artifact = await tx.write_transition(artifact, change, seq=last_seq + 1)
+                if inline:
+                    # the check pool scores while the submission and the claim commit
+                    evaluating = self._reviewer.start_evaluating(artifact, artifact_type, plan)
+                    if evaluating is not None:
+                        await let_start(evaluating)
+            await context.notify(event)
+            if not inline:
+                return ReviewOutcome(artifact, queued=True, reason="queued for a worker")
+            worker = f"inline-{os.getpid()}"
+            try:
+                # the artifact as just written: its claim needs no second look
+                claimed, started = await self._claims.claim_submitted(
+                    artifact, worker=worker, seq=event.seq + 1
+                )
+            except ArtifactConflictError:
+                current = await context.repository.get(artifact.id)
+                return ReviewOutcome(
+                    current, queued=True, reason="another worker took the review over"
+                )
+            handed, evaluating = evaluating, None  # finish_review stops it when done
+            return await self._reviewer.finish_review(
+                claimed, prepared=(artifact_type, plan), seq=started.seq + 1, evaluating=handed
             )
-        except ArtifactConflictError:
-            current = await context.repository.get(artifact.id)
-            return ReviewOutcome(current, queued=True, reason="another worker took the review over")
-        return await self._reviewer.finish_review(
-            claimed, prepared=(artifact_type, plan), seq=started.seq + 1
-        )
+        finally:
+            if evaluating is not None:  # the submission or the claim failed
+                await stop_evaluating(evaluating)
 
 
 def check_submittable(artifact_type: ArtifactType, content: Any) -> None:
