@@ -12,6 +12,7 @@ artifact", as if it did not exist.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -188,7 +189,13 @@ _BY_NAME = {spec.name: spec for spec in TOOLS}
 
 def list_tools() -> list[Tool]:
     """The tools, their schemas generated from the operations' models."""
-    return [
+    return list(_tools())
+
+
+@functools.cache
+def _tools() -> tuple[Tool, ...]:
+    """Built once: generating the JSON Schemas takes tens of milliseconds."""
+    return tuple(
         Tool(
             name=spec.name,
             title=spec.title,
@@ -204,7 +211,7 @@ def list_tools() -> list[Tool]:
             ),
         )
         for spec in TOOLS
-    ]
+    )
 
 
 def _error(text: str) -> CallToolResult:
