@@ -172,9 +172,24 @@ async def _check(
     _properties(item, evaluation)
     if replay is not None and len(replay.misses) > seen:
         pytest.fail(_miss_message(state, replay.misses[seen:], item), pytrace=False)
+    unjudged = [r.criterion_id for r in evaluation.criteria if _no_judge(r)]
+    if unjudged and not state.judge_configured:
+        pytest.fail(
+            f"rubric {resolved.id}@{resolved.version} needs an LLM judge for "
+            f"{', '.join(unjudged)} and none is configured: pass --rubric-llm SPEC (e.g. "
+            "openai:gpt-4o-mini), set $RUBRICFLOW_LLM, or replay recorded answers with "
+            "--rubric-replay FILE",
+            pytrace=False,
+        )
     if not evaluation.passed:
         raise AssertionError(failure_message(resolved, evaluation))
     return evaluation
+
+
+def _no_judge(result: CriterionResult) -> bool:
+    """The criterion was not scored because no judge is configured (the provider
+    layer's own message, as the executor recorded it)."""
+    return result.status == "error" and "no LLM judge is configured" in result.notes
 
 
 def _current() -> pytest.Item | None:

@@ -59,6 +59,13 @@ class PluginState:
             self._provider = ReplayProvider.for_answers(self._replay, self.spec)
         return self._replay
 
+    @property
+    def judge_configured(self) -> bool:
+        """A judge was given (--rubric-llm, $RUBRICFLOW_LLM) or answers are replayed."""
+        from rubricflow.llm.specs import default_spec
+
+        return bool(self.spec or self.replay_path or default_spec())
+
     def _local_cache(self) -> SQLiteJudgeCache:
         if self._local is None:
             self._local = default_cache()

@@ -35,5 +35,50 @@ def test_pass_and_fail_with_feedback(
         "--rubric-llm", spec(server), "--rubric-dir", str(rubrics), "-p", "no:cacheprovider"
     )
     result.assert_outcomes(passed=1, failed=2)
+    # pytest's assertion style: the test's line, then the feedback as the message
+    result.stdout.fnmatch_lines(
+        [
+            '>       assert_passes(rubric, *, id="bad", query="2+2?")',
+            "E       AssertionError: rubric answer-quality@1.0.0 did not pass for target bad: "
+            "verdict FAIL, score 33.33% < pass mark 70%",
+            "E         required criteria failed: correct",
+            "E       failed criteria:",
+            "E         - correct (Correct) [required]: UNMET (score 0.00)",
+            "E             evidence: judge: The answer is wrong.",
+            "E             fix: meet the requirement: The answer is correct.",
+            "E       feedback:",
+            "E         Evaluation FAILED for rubric 'Answer quality' (answer-quality@1.0.0).",
+            "E         *REQUIRED Correct: meet the requirement: The answer is correct.*",
+            "test_answers.py:10: AssertionError",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "E       AssertionError: rubric answer-quality@1.0.0 did not pass for target rude: "
+            "verdict FAIL, score 66.67% < pass mark 70%",
+            "E       failed criteria:",
+            "E         - polite (Polite): UNMET (score 0.00)",
+        ]
+    )
     text = result.stdout.str()
-    print(text)
+    assert "required criteria failed" not in text.split("target rude")[1]
+    assert "Traceback" not in text and "run_blocking" not in text
+
+
+def test_no_judge_configured_says_how_to_give_one(pytester: pytest.Pytester, rubrics: Path) -> None:
+    pytester.makepyfile(
+        test_nojudge="""
+        from rubricflow.pytest_plugin import assert_passes
+
+        def test_x():
+            assert_passes("answer-quality", "Four.")
+        """
+    )
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--rubric-dir", str(rubrics))
+    result.assert_outcomes(failed=1)
+    text = result.stdout.str()
+    assert (
+        "rubric answer-quality@1.0.0 needs an LLM judge for correct, polite and none is "
+        "configured: pass --rubric-llm SPEC (e.g. openai:gpt-4o-mini), set $RUBRICFLOW_LLM, "
+        "or replay recorded answers with --rubric-replay FILE"
+    ) in text
