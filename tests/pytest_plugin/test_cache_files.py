@@ -69,7 +69,7 @@ def evaluate(files: tuple[Path, Path], spec: str, *extra: Any) -> Result:
 def test_what_eval_cached_exports_and_replays_in_pytest(
     pytester: pytest.Pytester, files: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    answers = tmp_path / "answers.jsonl"
+    answers = pytester.path / "answers.jsonl"  # a path in the run's folder: its ini applies
     with ScriptedServer(judge) as server:
         spec = f"openai:judge@{server.url}/v1"
         first = evaluate(files, spec)
