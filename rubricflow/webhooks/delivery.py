@@ -228,6 +228,8 @@ class DeliveryWorker:
         never = asyncio.Event()
         look = True  # there may be due deliveries: claim when a slot is free
         retry_at: float | None = None  # when a retry this worker recorded falls due
+        due_at: float | None = None  # when the outbox's next delivery falls due, as read
+        read_due = True  # read it again before the next wait
 
         def finished(task: asyncio.Task[None]) -> None:
             in_flight.pop(task, None)
@@ -292,14 +294,20 @@ class DeliveryWorker:
                 retry_at = recorder.take_retry_at(retry_at)
                 if retry_at is not None:
                     wait = min(wait, max(0.0, retry_at - time.monotonic()))
-                if not in_flight and keep_running:
+                if not in_flight and keep_running and read_due:
+                    # when the outbox's next delivery falls due (another worker's retry,
+                    # a lapsed lease), read again only after a quiet wait: a wake-up
+                    # means a delivery due now, which the claim finds
+                    read_due, due_at = False, None
                     try:
                         due = await self.store.next_due()
                     except StoreError:
                         logger.exception("%s: cannot reach the outbox; retrying", self.name)
                     else:
                         if due is not None:
-                            wait = min(wait, max(0.0, (due - _utcnow()).total_seconds()))
+                            due_at = time.monotonic() + (due - _utcnow()).total_seconds()
+                if due_at is not None:
+                    wait = min(wait, max(0.0, due_at - time.monotonic()))
                 began = time.monotonic()
                 await _first_of(
                     stop or never,
@@ -317,6 +325,8 @@ class DeliveryWorker:
                     look = True
                     if retry_at is not None and retry_at <= now:
                         retry_at = None
+                    if now - began >= wait:
+                        read_due = True
             if in_flight:
                 await self._stop_sends(in_flight, recorder)
         finally:
