@@ -23,16 +23,14 @@ CALLER_SCOPE_KEY = "rubricflow.mcp.caller"
 
 
 class Caller(Protocol):
-    """What a tool needs to know of its caller: a name for the audit trail and the
-    rules of its role (submitter < reviewer < admin) and artifact types."""
+    """What a tool needs to know of its caller: a name for the audit trail, its role,
+    and which artifacts it may submit and see (every role may use every tool)."""
 
     @property
     def name(self) -> str: ...
 
     @property
     def role(self) -> str: ...
-
-    def allows_role(self, role: str) -> bool: ...
 
     def allows_type(self, type_name: str) -> bool: ...
 
@@ -45,9 +43,6 @@ class LocalCaller:
 
     name: str
     role: str = "admin"
-
-    def allows_role(self, role: str) -> bool:
-        return True
 
     def allows_type(self, type_name: str) -> bool:
         return True
