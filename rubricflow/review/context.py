@@ -120,18 +120,27 @@ class ReviewContext:
 
     async def notify(self, event: ArtifactEvent) -> None:
         """Tell the listeners of a committed transition (once, after the commit; a
-        listener that raises changes nothing): an `artifact.transition` event."""
-        await self.plugins.notify(transition_event(event))
+        listener that raises changes nothing): an `artifact.transition` event, built only
+        when someone listens."""
+        if self._heard():
+            await self.plugins.notify(transition_event(event))
 
     async def announce_evaluations(
         self, artifact: Artifact, evaluations: Iterable[Evaluation]
     ) -> None:
         """Tell the listeners of evaluations a review stored (once each, after the commit
-        that stored them): `evaluation.stored` events."""
+        that stored them): `evaluation.stored` events, built only when someone listens."""
+        if not self._heard():
+            return
         for evaluation in evaluations:
             await self.plugins.notify(
                 evaluation_event(evaluation, artifact_id=artifact.id, revision=artifact.revision)
             )
+
+    def _heard(self) -> bool:
+        """Whether any listener implements the hook (the event bus counts as one once
+        anything subscribes)."""
+        return bool(self.plugins.manager.hook.rubricflow_artifact_transition.get_hookimpls())
 
 
 def check_version(artifact: Artifact, expected_version: int | None) -> None:

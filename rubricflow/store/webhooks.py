@@ -362,12 +362,36 @@ async def write_outbox(
 ) -> int:
     """In the transition's own transaction: one delivery of the event `change` announces
     to each active subscription that asked for it (for the artifact's type, or for all);
-    how many were written. One statement when nothing matches."""
+    how many were written. One statement when nothing matches, and no payload built: the
+    deliveries are inserted with an empty one, filled in by a second statement (in the
+    same transaction, so no reader sees them empty) only when there are any."""
     failed = change.failures is not None and change.failures > artifact.failures
     name = announced_event(change.trigger, failed=failed)
     if name is None:
         return 0
     event_type = EVENT_TYPE_PREFIX + name
+    message_id = f"msg_{uuid.uuid4().hex}"
+    now = utcnow()
+    written = await connection.execute(
+        _write_outbox(connection.dialect.name == "postgresql"),
+        {
+            "message_id": message_id,
+            "event_type": event_type,
+            "artifact_id": artifact.id,
+            "event_seq": event.seq,
+            "payload": "",
+            "created_at": now,
+            "status": PENDING,
+            "attempts": 0,
+            "next_attempt_at": now,
+            "artifact_type": artifact.type,
+            "needle": json.dumps(name),  # "approved", quotes included: a whole name
+        },
+    )
+    count = int(written.rowcount)
+    if not count:
+        return 0
+    # someone listens: the payload, with the evaluations' verdicts and scores
     payload: dict[str, Any] = {
         "type": event_type,
         "timestamp": _iso(event.created_at),
@@ -386,27 +410,7 @@ async def write_outbox(
             "evaluations": [],
         },
     }
-    message_id = f"msg_{uuid.uuid4().hex}"
-    now = utcnow()
-    written = await connection.execute(
-        _write_outbox(connection.dialect.name == "postgresql"),
-        {
-            "message_id": message_id,
-            "event_type": event_type,
-            "artifact_id": artifact.id,
-            "event_seq": event.seq,
-            "payload": _body(payload),
-            "created_at": now,
-            "status": PENDING,
-            "attempts": 0,
-            "next_attempt_at": now,
-            "artifact_type": artifact.type,
-            "needle": json.dumps(name),  # "approved", quotes included: a whole name
-        },
-    )
-    count = int(written.rowcount)
-    if count and event.evaluation_ids:
-        # someone listens: the evaluations' verdicts and scores go in the payload
+    if event.evaluation_ids:
         rows = {
             row.id: row
             for row in await connection.execute(_SCORES, {"ids": list(event.evaluation_ids)})
@@ -423,9 +427,9 @@ async def write_outbox(
             for row in (rows.get(i) for i in event.evaluation_ids)
             if row is not None
         ]
-        await connection.execute(
-            _SET_PAYLOAD, {"match_message_id": message_id, "new_payload": _body(payload)}
-        )
+    await connection.execute(
+        _SET_PAYLOAD, {"match_message_id": message_id, "new_payload": _body(payload)}
+    )
     return count
 
 
