@@ -3,9 +3,14 @@ the module), driven by the SDK's own client, behind the API's tokens and roles."
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -134,3 +139,17 @@ def test_a_rebound_host_name_is_refused(mcp_server: McpServer) -> None:
     fine = httpx.post(mcp_server.url, json=INITIALIZE, headers=auth, timeout=30)
     assert fine.status_code == 200, fine.text
     assert fine.json()["result"]["serverInfo"]["name"] == "rubricflow"
+
+
+async def test_the_documented_python_client_works(mcp_server: McpServer) -> None:
+    """docs/mcp.md's Python snippet, run as written against this server."""
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "mcp.md").read_text()
+    (snippet,) = [b for b in re.findall(r"```python\n(.*?)```", docs, re.S) if "httpx2" in b]
+    snippet = snippet.replace("http://127.0.0.1:8000/mcp", mcp_server.url)
+    snippet = snippet.replace('"blog_post"', '"note"')
+    namespace: dict[str, Any] = {}
+    exec(compile(snippet, "docs/mcp.md", "exec"), namespace)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        await namespace["main"](mcp_server.tokens.sub)
+    assert printed.getvalue().strip() == "approved"

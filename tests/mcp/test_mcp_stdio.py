@@ -4,13 +4,16 @@ subprocess on a real SQLite store."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from llm.scripted import Recorded, Reply, ScriptedServer, openai_reply, verdict
+from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp_support import FAIL, PASS, error_text, stdio_client, structured
 
@@ -21,6 +24,7 @@ from rubricflow.tools.models import (
     SubmitForReviewParams,
 )
 
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "mcp.md"
 TOOLS = {
     "evaluate_text",
     "submit_for_review",
@@ -260,3 +264,24 @@ async def test_the_hosts_judge_scores_llm_criteria(store_db: str) -> None:
     assert rude["fixes"][0]["criterion_id"] == "polite"
     assert len(judge.requests) == 2
     assert "llm" in chosen and "Extra inputs are not permitted" in chosen
+
+
+def _json_blocks(markdown: str) -> list[Any]:
+    return [json.loads(block) for block in re.findall(r"```json\n(.*?)```", markdown, re.S)]
+
+
+async def test_the_documented_client_config_starts_the_server(store_db: str) -> None:
+    """docs/mcp.md's Claude Desktop entry, with this store: the command and arguments a
+    client runs serve the tools."""
+    (desktop,) = [b for b in _json_blocks(DOCS.read_text()) if "command" in str(b)]
+    entry = desktop["mcpServers"]["rubricflow"]
+    args = [store_db if arg.endswith(".db") else arg for arg in entry["args"]]
+    command = str(Path(sys.executable).with_name(entry["command"]))
+    params = StdioServerParameters(command=command, args=args, env={"RUBRICFLOW_LLM": ""})
+    async with Client(params, cache=None) as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        submitted = structured(
+            await client.call_tool("submit_for_review", {"artifact_type": "note", "content": PASS})
+        )
+    assert names == TOOLS
+    assert submitted["status"] == "approved"
