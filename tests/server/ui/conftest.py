@@ -1,6 +1,7 @@
 """Fixtures for the dashboard's tests: one real `rubricflow serve` per backend and module
-(with artifact types and tokens made through the application core), one headless
-Chromium per module (Debian's /usr/bin/chromium through Playwright; no browser download),
+(with artifact types and tokens made through the application core; on SQLite the same
+server as `sqlite_dashboard`), one headless Chromium for the whole package (Debian's
+/usr/bin/chromium through Playwright; no browser download) with a fresh context per test,
 and helpers to sign in and to make artifacts from the test process.
 """
 
@@ -101,14 +102,14 @@ async def _migrate(url: str) -> None:
 def dashboard(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Dashboard]:
-    """A dashboard server per backend, shared by a module's tests."""
-    folder = tmp_path_factory.mktemp("ui")
+    """A dashboard server per backend, shared by a module's tests; on SQLite it is the
+    module's `sqlite_dashboard` (tests work on artifacts of their own)."""
     if request.param == "sqlite":
-        db_url = f"sqlite+aiosqlite:///{folder / 'ui.db'}"
-        run_blocking(_migrate(db_url))
-    else:
-        db_url = str(request.getfixturevalue("pg_session_url"))
-        PostgresServer(os.environ.get(PG_ENV, PG_DEFAULT)).empty(db_url)
+        yield request.getfixturevalue("sqlite_dashboard")
+        return
+    folder = tmp_path_factory.mktemp("ui")
+    db_url = str(request.getfixturevalue("pg_session_url"))
+    PostgresServer(os.environ.get(PG_ENV, PG_DEFAULT)).empty(db_url)
     dashboard = _start(db_url, folder / "server.log")
     yield dashboard
     dashboard.server.stop(signal.SIGKILL)
@@ -125,9 +126,9 @@ def sqlite_dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashb
     dashboard.server.stop(signal.SIGKILL)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
-    """Headless Chromium, one per module."""
+    """Headless Chromium, one for the dashboard's tests (each gets a fresh context)."""
     if shutil.which(CHROMIUM) is None and not Path(CHROMIUM).exists():
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true and no Chromium at {CHROMIUM}", pytrace=False)
