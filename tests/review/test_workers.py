@@ -60,11 +60,16 @@ def finish(proc: subprocess.Popen[str], timeout: float = 60) -> dict[str, Any]:
 
 
 async def wait_for(condition: Any, timeout: float, what: str) -> None:
+    """Poll `condition` until it holds; the pause between looks grows from 20 ms to
+    250 ms, so a costly condition (a read per artifact) leaves the CPU to the worker
+    processes it waits for on a two-core machine."""
     deadline = time.monotonic() + timeout
+    pause = 0.02
     while not await condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(pause)
+        pause = min(pause * 1.5, 0.25)
 
 
 async def rows(store: Store, query: str, **params: Any) -> list[Any]:
