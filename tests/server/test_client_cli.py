@@ -4,15 +4,15 @@ token never shown, and commands the API has no equivalent for refused."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from cli_assertions import assert_error
 from typer.testing import CliRunner
 
 from rubricflow.cli import app
 
-from .artifact_setup import FAIL, PASS, prepare
+from .artifact_setup import FAIL, PASS, Tokens, prepare
 from .conftest import RunningServer
 
 runner = CliRunner()
@@ -24,11 +24,20 @@ def _run(*args: str, env: dict[str, str | None] | None = None) -> tuple[int, str
     return result.exit_code, result.stdout, result.stderr
 
 
+@pytest.fixture(scope="module")
+def prepared(module_sqlite_db: str, request: pytest.FixtureRequest) -> tuple[RunningServer, Tokens]:
+    """One server on a store prepared before it starts, shared by this module's two tests
+    (the second changes nothing: every command it runs is refused)."""
+    tokens = prepare(module_sqlite_db)
+    server: RunningServer = request.getfixturevalue("module_sqlite_server")
+    return server, tokens
+
+
 def test_server_commands_print_what_db_commands_print(
-    sqlite_db: str, start_server: Callable[..., RunningServer], tmp_path: Path
+    prepared: tuple[RunningServer, Tokens], tmp_path: Path
 ) -> None:
-    tokens = prepare(sqlite_db)
-    server = start_server(sqlite_db)
+    server, tokens = prepared
+    sqlite_db = server.db_url
     remote = ("--server", server.url, "--token", tokens.admin)
     local = ("--db", sqlite_db)
     content = tmp_path / "post.json"
@@ -71,10 +80,10 @@ def test_server_commands_print_what_db_commands_print(
 
 
 def test_the_token_is_never_shown_and_what_cannot_run_remotely_is_refused(
-    sqlite_db: str, start_server: Callable[..., RunningServer]
+    prepared: tuple[RunningServer, Tokens],
 ) -> None:
-    tokens = prepare(sqlite_db)
-    server = start_server(sqlite_db)
+    server, tokens = prepared
+    sqlite_db = server.db_url
     secret = tokens.sub
     env: dict[str, str | None] = {"RUBRICFLOW_SERVER_URL": server.url, "RUBRICFLOW_TOKEN": secret}
     outputs: list[str] = []
