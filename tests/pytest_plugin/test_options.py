@@ -176,3 +176,25 @@ def test_junit_properties_carry_each_evaluation(
         ("rubric_failed_criteria", ""),
     ]
     assert "record_property is incompatible" not in result.stdout.str()
+
+
+def test_the_judge_from_the_environment(
+    pytester: pytest.Pytester,
+    server: ScriptedServer,
+    rubrics: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No --rubric-llm: $RUBRICFLOW_LLM names the judge, as for `rubricflow eval`."""
+    monkeypatch.setenv("RUBRICFLOW_LLM", spec(server))
+    pytester.makepyfile(
+        test_env="""
+        import pytest
+
+        @pytest.mark.rubric("answer-quality")
+        class TestAnswers:
+            def test_good(self, rubric, assert_passes):
+                assert_passes(rubric, "Four.", id="env")
+        """
+    )
+    _run(pytester, "--rubric-dir", str(rubrics)).assert_outcomes(passed=1)
+    assert len(server.requests) == 2
