@@ -16,7 +16,9 @@ from llm.scripted import Recorded, Reply, ScriptedServer, openai_reply, verdict
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp_support import FAIL, PASS, error_text, stdio_client, structured
+from typer.testing import CliRunner
 
+from rubricflow.cli import app
 from rubricflow.tools.models import (
     EvaluateTextParams,
     EvaluationFeedback,
@@ -219,25 +221,11 @@ def test_without_the_extra_the_command_names_the_install(tmp_path: Any) -> None:
     assert "Traceback" not in done.stderr and done.stdout == ""
 
 
-def test_a_judge_that_cannot_work_is_refused_at_start(tmp_path: Any) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rubricflow",
-            "mcp",
-            "--db",
-            str(tmp_path / "x.db"),
-            "--llm",
-            "nosuch:model",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 2
-    assert "--llm nosuch:model" in done.stderr and "Traceback" not in done.stderr
+def test_a_judge_that_cannot_work_is_refused_at_start(tmp_path: Path, cli: CliRunner) -> None:
+    db = str(tmp_path / "x.db")
+    done = cli.invoke(app, ["mcp", "--db", db, "--llm", "nosuch:model"])
+    assert done.exit_code == 2, done.output
+    assert "--llm nosuch:model" in done.stderr and "Traceback" not in done.output
 
 
 def _polite(request: Recorded) -> Reply:
