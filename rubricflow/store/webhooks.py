@@ -311,6 +311,7 @@ _CLAIMED = sa.select(
 ).join(_subscriptions, _subscriptions.c.id == _deliveries.c.subscription_id)
 
 
+_ANY_ACTIVE = sa.select(_subscriptions.c.id).where(_subscriptions.c.active).limit(1)
 _ANY_DUE = (
     sa.select(_deliveries.c.id)
     .where(
@@ -838,6 +839,12 @@ class WebhookStore:
                 _RELEASE, {"match_id": claimed.delivery.id, "match_owner": claimed.owner}
             )
         return bool(done.rowcount == 1)
+
+    async def any_active_subscription(self) -> bool:
+        """Whether any subscription is active (with none, no transition writes a
+        delivery: a worker need not look at the outbox on every one)."""
+        async with self.database.read() as connection:
+            return (await connection.execute(_ANY_ACTIVE)).first() is not None
 
     async def next_due(self) -> datetime | None:
         """When the earliest pending delivery is due (None: nothing pending)."""

@@ -168,6 +168,9 @@ class DeliveryWorker:
         self._rng = rng or random.Random()
         self._wake = asyncio.Event()
         self.stats = DeliveryStats()
+        # whether any subscription is active, and when that was read (monotonic)
+        self._listened = True
+        self._listened_at: float | None = None
 
     # --- the HTTP client ---------------------------------------------------------------------
     def _http(self) -> httpx.AsyncClient:
@@ -193,7 +196,9 @@ class DeliveryWorker:
 
     # --- running ------------------------------------------------------------------------------
     def wake(self) -> None:
-        """Look at the outbox now (a new delivery was committed)."""
+        """Look at the outbox now (a new delivery was committed, or a subscription
+        added: the worker reads the subscriptions again too)."""
+        self._listened_at = None
         self._wake.set()
 
     async def deliver_due(self, *, stop: asyncio.Event | None = None) -> DeliveryStats:
@@ -285,7 +290,7 @@ class DeliveryWorker:
                         stop or never, slot_freed, watch=None, timeout=self.policy.poll_seconds
                     )
                     continue
-                if self._wake.is_set() or (watch is not None and watch.woken):
+                if self._wake.is_set() or await self._feed_woke(watch):
                     look = True
                     continue
                 # wait for a wake-up, the next due delivery or the poll interval (and, in
@@ -309,13 +314,23 @@ class DeliveryWorker:
                 if due_at is not None:
                     wait = min(wait, max(0.0, due_at - time.monotonic()))
                 began = time.monotonic()
-                await _first_of(
-                    stop or never,
-                    self._wake,
-                    never if keep_running else slot_freed,
-                    watch=watch,
-                    timeout=wait,
-                )
+                while True:
+                    await _first_of(
+                        stop or never,
+                        self._wake,
+                        never if keep_running else slot_freed,
+                        watch=watch,
+                        timeout=max(0.0, began + wait - time.monotonic()),
+                    )
+                    if (
+                        watch is None
+                        or not watch.woken
+                        or self._wake.is_set()
+                        or slot_freed.is_set()
+                        or (stop is not None and stop.is_set())
+                        or await self._feed_woke(watch)
+                    ):
+                        break
                 now = time.monotonic()
                 if (
                     self._wake.is_set()
@@ -334,6 +349,23 @@ class DeliveryWorker:
                 task.cancel()
             await asyncio.gather(*in_flight, return_exceptions=True)
             await asyncio.shield(recorder.flush())
+
+    async def _feed_woke(self, watch: Watch | None) -> bool:
+        """Whether the change feed woke the worker for something it may have to send: a
+        wake-up while no subscription is active (as read at most `poll_seconds` ago) is
+        cleared, so a store with no webhooks costs no outbox read per transition."""
+        if watch is None or not watch.woken:
+            return False
+        now = time.monotonic()
+        if self._listened_at is None or now - self._listened_at >= self.policy.poll_seconds:
+            try:
+                self._listened = await self.store.any_active_subscription()
+            except StoreError:
+                self._listened = True  # look, and let the claim report the store
+            self._listened_at = now
+        if not self._listened:
+            watch.clear()
+        return self._listened
 
     async def _stop_sends(
         self, in_flight: dict[asyncio.Task[None], ClaimedDelivery], recorder: _Recorder

@@ -142,6 +142,8 @@ class WebhookService:
             allow_private=allow_private,
             actor=actor.strip(),
         )
+        for worker in self._running:
+            worker.wake()  # it reads the subscriptions again before it next waits
         return CreatedWebhook(subscription, secret)
 
     async def list(self, *, include_removed: bool = False) -> builtins.list[WebhookSubscription]:
