@@ -46,12 +46,14 @@ class McpHttpEndpoint:
         application: Callable[[], Application],
         *,
         judge: str | None = None,
+        no_judge: str | None = None,
         loopback: bool = False,
         max_body_bytes: int | None = None,
     ) -> None:
         """`application()` gives the host's open application; `judge` scores
-        evaluate_text's LLM criteria; a host bound to a `loopback` address refuses
-        requests whose Host or Origin is not a loopback name (DNS rebinding)."""
+        evaluate_text's LLM criteria (`no_judge` tells how to give the host one); a host
+        bound to a `loopback` address refuses requests whose Host or Origin is not a
+        loopback name (DNS rebinding)."""
         security = None
         if loopback:
             security = TransportSecuritySettings(
@@ -62,7 +64,7 @@ class McpHttpEndpoint:
         options: dict[str, Any] = {}
         if max_body_bytes is not None:
             options["max_request_body_size"] = max_body_bytes
-        self.server = build_server(application, caller=None, judge=judge)
+        self.server = build_server(application, caller=None, judge=judge, no_judge=no_judge)
         # stateless: every request stands alone (authenticated on its own), so any process
         # of `rubricflow serve --workers N` answers any request and a restart loses no
         # session; the tools never call back to the client, which is all a session adds

@@ -52,12 +52,16 @@ def build_server(
     *,
     caller: Caller | None = None,
     judge: str | None = None,
+    no_judge: str | None = None,
 ) -> Server[Any]:
     """The MCP server over the application `application()` gives (called per request,
     so an HTTP host can open it in its own lifespan). `caller` acts for requests that
     carry none (stdio's local user); over HTTP every request carries the caller its host
     verified. `judge` (a spec) scores evaluate_text's LLM criteria; tool calls cannot
-    choose one."""
+    choose one. `no_judge` tells how to give this host a judge, for a rubric that needs
+    one it does not have."""
+
+    hint = {} if no_judge is None else {"no_judge": no_judge}
 
     async def on_list_tools(
         ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
@@ -67,7 +71,7 @@ def build_server(
     async def on_call_tool(
         ctx: ServerRequestContext[Any], params: CallToolRequestParams
     ) -> CallToolResult:
-        context = ToolContext(application(), caller_of(ctx.request, caller), judge)
+        context = ToolContext(application(), caller_of(ctx.request, caller), judge, **hint)
         return await call_tool(context, params.name, params.arguments or {})
 
     async def on_list_resources(

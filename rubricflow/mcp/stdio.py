@@ -18,7 +18,12 @@ from rubricflow.mcp.server import build_server
 if TYPE_CHECKING:
     from rubricflow.application import Application
 
-__all__ = ["serve_stdio", "use_judge_for_reviews"]
+__all__ = ["NO_JUDGE", "serve_stdio", "use_judge_for_reviews"]
+
+NO_JUDGE = (
+    "this server has no judge: start it with 'rubricflow mcp --llm SPEC' (or set "
+    "RUBRICFLOW_LLM in its environment); a tool call cannot choose one"
+)
 
 
 def use_judge_for_reviews(application: Application, judge: str) -> None:
@@ -34,6 +39,8 @@ async def serve_stdio(application: Application, *, actor: str, judge: str | None
     `actor` (the audit trail's name); `judge` scores the criteria an LLM judges."""
     if judge is not None:
         use_judge_for_reviews(application, judge)
-    server = build_server(lambda: application, caller=LocalCaller(actor), judge=judge)
+    server = build_server(
+        lambda: application, caller=LocalCaller(actor), judge=judge, no_judge=NO_JUDGE
+    )
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -22,7 +22,12 @@ from typing import TYPE_CHECKING, Any
 from mcp.types import CallToolResult, TextContent, Tool, ToolAnnotations
 from pydantic import BaseModel, ValidationError
 
-from rubricflow.errors import IllegalTransitionError, NotFoundError, RubricflowError
+from rubricflow.errors import (
+    ConfigurationError,
+    IllegalTransitionError,
+    NotFoundError,
+    RubricflowError,
+)
 from rubricflow.tools import operations
 from rubricflow.tools.models import (
     EvaluateTextParams,
@@ -49,11 +54,13 @@ _log = logging.getLogger("rubricflow.mcp")
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a tool runs with: the application, who calls, and the host's judge."""
+    """What a tool runs with: the application, who calls, the host's judge, and how
+    to give the host one (said when a rubric needs a judge it does not have)."""
 
     application: Application
     caller: Caller
     judge: str | None = None
+    no_judge: str = operations.NO_JUDGE
 
 
 @dataclass(frozen=True)
@@ -83,7 +90,14 @@ async def _readable(context: ToolContext, artifact_id: str) -> None:
 
 
 async def _evaluate(context: ToolContext, params: EvaluateTextParams) -> BaseModel:
-    return await operations.evaluate_text(context.application, params, judge=context.judge)
+    try:
+        return await operations.evaluate_text(context.application, params, judge=context.judge)
+    except ConfigurationError as error:
+        if operations.NO_JUDGE not in str(error):
+            raise
+        raise ConfigurationError(
+            str(error).replace(operations.NO_JUDGE, context.no_judge)
+        ) from None
 
 
 async def _submit(context: ToolContext, params: SubmitForReviewParams) -> BaseModel:

@@ -22,6 +22,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from rubricflow.server.auth import authenticate
+from rubricflow.server.judging import NO_JUDGE
 from rubricflow.server.problems import problem_response
 from rubricflow.server.settings import ServerSettings, is_loopback
 
@@ -75,6 +76,7 @@ def mount_mcp(
     endpoint = McpHttpEndpoint(
         lambda: app.state.application,
         judge=settings.judge,
+        no_judge=NO_JUDGE,
         loopback=is_loopback(settings.host),
         max_body_bytes=settings.max_body_bytes,
     )

@@ -54,12 +54,17 @@ async def test_tools_and_resources_over_http(mcp_server: McpServer) -> None:
         evaluated = structured(
             await client.call_tool("evaluate_text", {"rubric": "gate", "content": FAIL})
         )
+        unjudged = error_text(
+            await client.call_tool("evaluate_text", {"rubric": "tone", "content": PASS})
+        )
     assert tools["get_review"].input_schema == GetReviewParams.model_json_schema()
     assert tools["revise_artifact"].input_schema == ReviseArtifactParams.model_json_schema()
     assert {r.uri for r in resources} == {"rubric://gate", "rubric://tone"}
     assert json.loads(rubric.contents[0].text)["version"] == "1.0.0"  # type: ignore[union-attr]
     assert explained["version"] == "1.1.0"
     assert evaluated["verdict"] == "fail" and evaluated["fixes"][0]["criterion_id"] == "clean"
+    # the fix names this host's setting: the server's, not the stdio command's
+    assert "'rubricflow serve --llm SPEC'" in unjudged and "polite" in unjudged
 
 
 async def test_roles_and_owners_hold_for_tools(mcp_server: McpServer) -> None:

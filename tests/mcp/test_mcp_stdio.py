@@ -148,7 +148,7 @@ async def test_bad_calls_are_tool_errors_naming_the_fix(store_db: str) -> None:
         ("evaluate_text", {"content": "x"}, "give either `rubric`"),
         ("evaluate_text", {"rubric": "gate", "content": "x", "colour": 1}, "colour"),
         ("evaluate_text", {"rubric": "gate"}, "content"),
-        ("evaluate_text", {"rubric": "tone", "content": "x"}, "--llm"),
+        ("evaluate_text", {"rubric": "tone", "content": "x"}, "'rubricflow mcp --llm SPEC'"),
         ("evaluate_text", {"rubric_document": "criteria: [", "content": "x"}, "YAML"),
         ("submit_for_review", {"artifact_type": "poem", "content": "x"}, "note, secret"),
         (
