@@ -136,6 +136,12 @@ def test_a_rubric_from_the_store(pytester: pytest.Pytester, tmp_path: Path) -> N
         """
     )
     _run(pytester, "--rubric-db", db).assert_outcomes(passed=2)
+    # a store that does not exist is an error, and no empty store is created
+    missing = tmp_path / "missing.db"
+    result = _run(pytester, "--rubric-db", str(missing))
+    result.assert_outcomes(errors=2)
+    assert f"--rubric-db {missing}: no store at" in result.stdout.str()
+    assert not missing.exists()
 
 
 def test_junit_properties_carry_each_evaluation(
