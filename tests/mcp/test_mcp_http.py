@@ -14,8 +14,10 @@ from typing import Any
 
 import httpx
 import pytest
-from mcp_support import FAIL, PASS, McpServer, error_text, structured
+from mcp_support import FAIL, PASS, McpServer, error_text, prepare_store, structured
 
+from rubricflow.application import Application
+from rubricflow.server import ServerSettings, create_app
 from rubricflow.tools.models import GetReviewParams, ReviseArtifactParams
 
 INITIALIZE = {
@@ -158,3 +160,34 @@ async def test_the_documented_python_client_works(mcp_server: McpServer) -> None
     with contextlib.redirect_stdout(printed):
         await namespace["main"](mcp_server.tokens.sub)
     assert printed.getvalue().strip() == "approved"
+
+
+async def test_under_no_auth_every_request_is_the_local_admin(tmp_path: Path) -> None:
+    """`rubricflow serve --no-auth` (loopback only): /mcp needs no token, as the API does.
+    The app runs in process (its lifespan entered by hand) to spare a server start."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'open.db'}"
+    prepare_store(url)
+    settings = ServerSettings(db=url, auth=False, review_workers=0, webhooks=False)
+    app = create_app(settings)
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {
+            "name": "submit_for_review",
+            "arguments": {"artifact_type": "secret", "content": PASS},
+        },
+    }
+    headers = {**MCP_HEADERS, "MCP-Protocol-Version": "2025-11-25"}
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as http:
+            opened = await http.post("/mcp", json=INITIALIZE, headers=MCP_HEADERS)
+            done = await http.post("/mcp", json=call, headers=headers)
+    assert opened.status_code == 200, opened.text
+    assert done.status_code == 200, done.text
+    result = done.json()["result"]
+    assert result["isError"] is False and result["structuredContent"]["status"] == "approved"
+    async with await Application.open(url) as application:
+        artifact = await application.artifacts.get(result["structuredContent"]["artifact_id"])
+    assert artifact.created_by == "local"
