@@ -9,6 +9,7 @@ inside fixtures and hooks, when a test uses it. Disable with `-p no:rubricflow`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -85,6 +86,12 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(
             "--rubric-replay and --rubric-record cannot be used together: record once "
             "with a judge (--rubric-record FILE), then replay (--rubric-replay FILE)"
+        )
+    record = config.getoption("rubric_record", None)
+    if record and not os.path.isdir(os.path.dirname(os.path.abspath(record))):
+        raise pytest.UsageError(
+            f"--rubric-record {record}: its folder does not exist; create it or record "
+            "into an existing folder"
         )
 
 

@@ -162,6 +162,9 @@ def test_replay_and_record_together_is_a_usage_error(pytester: pytest.Pytester) 
     result = _run(pytester, "--rubric-replay", "a.jsonl", "--rubric-record", "b.jsonl")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--rubric-replay and --rubric-record cannot be used together" in result.stderr.str()
+    result = _run(pytester, "--rubric-record", "no-such-folder/answers.jsonl")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "no-such-folder/answers.jsonl: its folder does not exist" in result.stderr.str()
 
 
 def test_a_missing_replay_file_says_how_to_record(pytester: pytest.Pytester, rubrics: Path) -> None:
