@@ -21,12 +21,14 @@ from rubricflow.server.access_log import OperationsMiddleware
 from rubricflow.server.idempotency import IdempotencyMiddleware
 from rubricflow.server.judging import configure_reviews
 from rubricflow.server.limits import BodyLimitMiddleware
+from rubricflow.server.mcp_mount import mount_mcp
 from rubricflow.server.metrics import attach_event_metrics
 from rubricflow.server.metrics import router as metrics_router
 from rubricflow.server.problems import PROBLEM_RESPONSES, install_problem_handlers
 from rubricflow.server.routes import routers
 from rubricflow.server.services import for_settings, stop_on_signals
 from rubricflow.server.settings import ServerSettings
+from rubricflow.telemetry import attach as attach_telemetry
 
 __all__ = ["create_app", "create_app_from_env"]
 
@@ -61,6 +63,7 @@ def create_app(
         stop = asyncio.Event()
         app.state.stopping = stop
         detach_metrics = attach_event_metrics(core)
+        detach_telemetry = attach_telemetry(core)  # transitions as span events, when tracing
         restore_signals = stop_on_signals(stop)
         tasks: list[asyncio.Task[None]] = [
             asyncio.create_task(
@@ -69,7 +72,8 @@ def create_app(
             for service in for_settings(settings)
         ]
         try:
-            yield
+            async with run_mcp():  # the MCP session manager, when /mcp is mounted
+                yield
         finally:
             stop.set()
             restore_signals()
@@ -79,6 +83,7 @@ def create_app(
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
             detach_metrics()
+            detach_telemetry()
             if application is None:
                 await core.close()
 
@@ -95,6 +100,7 @@ def create_app(
     for router in routers():
         app.include_router(router)
     app.include_router(metrics_router)
+    run_mcp = mount_mcp(app, settings)  # /mcp, with the mcp extra
     # inside the body limit: an Idempotency-Key's request body is read whole
     app.add_middleware(
         IdempotencyMiddleware,
