@@ -319,7 +319,8 @@ class DeliveryWorker:
                         stop or never,
                         self._wake,
                         never if keep_running else slot_freed,
-                        watch=watch,
+                        # with no subscription active, the poll alone looks again
+                        watch=watch if self._listened else None,
                         timeout=max(0.0, began + wait - time.monotonic()),
                     )
                     if (
