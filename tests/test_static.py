@@ -17,16 +17,34 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_finds_nothing_to_fix() -> None:
-    done = _run("ruff", "check", "rubricflow", "tests", "benchmarks", "examples", "plugins")
+    done = _run(
+        "ruff",
+        "check",
+        "rubricflow",
+        "rubricflow_pytest",
+        "tests",
+        "benchmarks",
+        "examples",
+        "plugins",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_the_code_is_formatted() -> None:
-    done = _run("ruff", "format", "--check", "rubricflow", "tests", "benchmarks", "examples")
+    done = _run(
+        "ruff",
+        "format",
+        "--check",
+        "rubricflow",
+        "rubricflow_pytest",
+        "tests",
+        "benchmarks",
+        "examples",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_mypy_strict_is_clean_on_the_package() -> None:
-    done = _run("mypy", "--cache-dir", str(ROOT / ".mypy_cache"), "rubricflow")
+    done = _run("mypy", "--cache-dir", str(ROOT / ".mypy_cache"), "rubricflow", "rubricflow_pytest")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Success" in done.stdout
