@@ -27,6 +27,8 @@ from benchmarks import (
     http_webhooks,
     judge_concurrency,
     live_status,
+    otel_overhead,
+    pytest_startup,
     rewards,
     rubric_pkg,
     scaleout,
@@ -53,6 +55,8 @@ WORKLOADS: dict[str, Runner] = {
     "http-webhooks": lambda a: http_webhooks.run(quick=a.quick),
     "rewards": lambda a: rewards.run(quick=a.quick),
     "rewards-per-prompt": lambda a: rewards.run_per_prompt(quick=a.quick),
+    "otel": lambda a: otel_overhead.run(quick=a.quick),
+    "pytest-startup": lambda a: pytest_startup.run(quick=a.quick),
 }
 
 # (workload, issue item, figure key, the bar as text, the test of the bar)
@@ -100,6 +104,16 @@ BARS: list[tuple[str, str, str, str, Callable[[Any], bool]]] = [
         "<= 1.1",
         lambda v: v <= 1.1,
     ),
+    # issue 20: the gate with opentelemetry-api installed (no SDK) against it absent
+    (
+        "otel",
+        "20.5",
+        "with api / without (bar >= 0.97)",
+        ">= 0.97",
+        lambda v: v >= 0.97,
+    ),
+    # issue 20, item 3: the pytest plugin, loaded in every pytest run, costs its start-up
+    ("pytest-startup", "20.3", "added_ms (bar <= 50)", "<= 50 ms", lambda v: v <= 50),
     # issue 5: storing an evaluation must not dominate the cost of making it
     ("store", "5", "sqlite_store_cost / evaluate_cost", "<= 1.0", lambda v: v <= 1.0),
     ("store", "5", "postgresql_store_cost / evaluate_cost", "<= 1.0", lambda v: v <= 1.0),

@@ -64,6 +64,17 @@ EXPECTED = {
         "completion 0: rank 3, reward 0.00",
     ],
     "openrlhf_reward_server.py": ["rewards: [1.0, 0.0]"],
+    "bot_with_tools.py": [
+        "tools offered: evaluate_text, submit_for_review, get_review, revise_artifact,",
+        "model -> submit_for_review",
+        "tool  <- needs_revision: change the content as `fixes` says",
+        "  fix short: meet the requirement: At most 80 characters (evidence: 108 characters",
+        "  fix friendly: meet the requirement: The post is friendly",
+        "model -> revise_artifact",
+        "tool  <- approved: approved: the content may be published",
+        "bot: Published: Version 2.0 is out, thanks for waiting!",
+        "stored: approved, revision 2",
+    ],
     "rubric_rewards.py": [
         "TRL rubric_reward: [1.0, 0.0]",
         "TRL metrics: names_city mean 0.50",

@@ -25,6 +25,7 @@ from rubricflow.cli import (
     evaluations,
     generate,
     llm,
+    mcp,
     report,
     rubric_files,
     rubrics,
@@ -120,6 +121,7 @@ app.command("report")(report.report_command)
 app.command("compare")(report.compare_command)
 app.command("calibrate")(calibrate.calibrate_command)
 app.command("serve")(serve.serve_command)
+app.command("mcp")(mcp.mcp_command)
 app.add_typer(tokens.tokens_app, name="tokens", cls=FullHelpGroup)
 
 
