@@ -368,11 +368,19 @@ async def revise_artifact(
     *,
     actor: str = DEFAULT_ACTOR,
 ) -> ReviewResult:
-    """New content as a new revision and, unless `resubmit` is false, its review."""
-    await _artifact(application, params.artifact_id)
+    """New content as a new revision and, unless `resubmit` is false, its review. Content
+    the type's review would refuse (its content schema) is refused before the revision is
+    stored, so a refused call changes nothing and a corrected retry still matches
+    `expected_version`."""
+    current = await _artifact(application, params.artifact_id)
+    content = _content(params)
+    if params.resubmit:
+        from rubricflow.review.submission import check_submittable
+
+        check_submittable(await application.artifacts.get_type(current.type), content)
     artifact = await application.artifacts.revise(
         params.artifact_id,
-        _content(params),
+        content,
         actor=actor,
         reason=params.reason,
         expected_version=params.expected_version,

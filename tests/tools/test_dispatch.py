@@ -464,3 +464,46 @@ async def test_a_store_that_fails_is_a_store_error_that_names_no_database(
     assert error["type"] == "store_error"
     assert error["message"] == "list_rubrics failed: the review store is unavailable; retry later"
     assert "no such table: rubric_versions" in caplog.text and str(path) in caplog.text
+
+
+async def test_a_revision_the_type_would_refuse_changes_nothing(app: Application) -> None:
+    """revise_artifact checks the new content against the type before it stores it: a
+    refused revision leaves the artifact where it was (needs_revision, same version), so
+    the model's corrected retry with the same expected_version goes through."""
+    from rubricflow.review import ArtifactType
+    from rubricflow.store.artifacts import RubricBinding
+
+    schema = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}
+    await app.artifacts.set_type(
+        ArtifactType(name="card", rubrics=(RubricBinding(rubric_id="post"),), content_schema=schema)
+    )
+    tools = ToolDispatcher(app)
+    first = await call_openai(
+        tools,
+        "submit_for_review",
+        {
+            "artifact_type": "card",
+            "content": json.dumps({"text": LONG_RUDE}),
+            "content_format": "json",
+        },
+    )
+    assert first["status"] == "needs_revision"
+    revision = {"artifact_id": first["artifact_id"], "content_format": "json"}
+    error = await error_of(
+        tools,
+        "revise_artifact",
+        {**revision, "content": json.dumps({"body": GOOD}), "expected_version": first["version"]},
+    )
+    assert "'text' is a required property" in error["message"]
+    stored = await app.artifacts.get(first["artifact_id"])
+    assert (stored.status, stored.revision, stored.version) == (
+        "needs_revision",
+        1,
+        first["version"],
+    )
+    fixed = await call_openai(
+        tools,
+        "revise_artifact",
+        {**revision, "content": json.dumps({"text": GOOD}), "expected_version": first["version"]},
+    )
+    assert fixed["status"] == "approved" and fixed["revision"] == 2
