@@ -3,8 +3,10 @@
 One `<testsuite>` per run; in it one `<testcase>` per target (classname the rubric's
 `id@version`, name the target id), with `<properties>` (rubric, version, verdict,
 score, coverage). A failed target gets a `<failure>` per criterion that failed its bar
-(message: the criterion id and what to fix; body: score, evidence, notes); a target
-whose score alone is below the pass mark gets one `<failure>` saying so. An incomplete
+(message: the criterion id and what to fix; body: score, evidence, notes), one per
+required criterion that could not be scored and so counted as failed (`count_as_zero`),
+and one per required group under its own bar; a target whose score alone is below the
+pass mark gets one `<failure>` saying so. An incomplete
 target is an `<error>` (it was not judged, which is not a pass and not a fail): one per
 criterion that could not be scored, naming why.
 
@@ -110,19 +112,36 @@ def _what_to_fix(result: CriterionResult, rubric: Rubric | None) -> str:
 
 
 def _failures(case: ET.Element, evaluation: Evaluation, rubric: Rubric | None) -> int:
+    gating = evaluation.gating_failures
     failed = [r for r in evaluation.criteria if r.scored and r.passed is False]
     for result in failed:
-        required = "REQUIRED " if result.criterion_id in evaluation.gating_failures else ""
+        required = "REQUIRED " if result.criterion_id in gating else ""
         message = f"{required}{result.criterion_id}: {_what_to_fix(result, rubric)}"
         _element(case, "failure", _body(result), message=_short(message), type="criterion")
-    if not failed and evaluation.verdict == "fail":
+    # a required criterion not scored counts as failed under `count_as_zero`
+    lost = [r for r in evaluation.criteria if not r.scored and r.criterion_id in gating]
+    for result in lost:
+        why = xml_safe(result.notes) or result.status.replace("_", " ")
+        message = f"REQUIRED {result.criterion_id}: not scored ({result.status}): {why}"
+        _element(case, "failure", _body(result), message=_short(message), type="criterion")
+    # a required group under its own bar (its members may each have passed)
+    criteria = {r.criterion_id for r in evaluation.criteria}
+    groups = [gate for gate in gating if gate not in criteria]
+    for group in groups:
+        message = (
+            f"REQUIRED group {group}: its score is below the group's bar; raise the scores "
+            "of its criteria"
+        )
+        _element(case, "failure", evaluation.feedback, message=_short(message), type="group")
+    shown = len(failed) + len(lost) + len(groups)
+    if not shown and evaluation.verdict == "fail":
         message = (
             f"score {evaluation.score:.3f} is below the pass mark {evaluation.threshold:g}: "
             "raise the criteria scores (see the feedback)"
         )
         _element(case, "failure", evaluation.feedback, message=message, type="score")
         return 1
-    return len(failed)
+    return shown
 
 
 def _errors(case: ET.Element, evaluation: Evaluation) -> None:

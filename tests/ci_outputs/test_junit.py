@@ -106,6 +106,30 @@ def test_a_score_below_the_mark_with_no_failed_criterion_is_one_failure() -> Non
     assert failure.attrib["message"].startswith("score 0.600 is below the pass mark 0.7")
 
 
+def test_a_required_group_below_its_bar_is_the_failure_not_the_score() -> None:
+    """A required group under its own bar fails the target while the score clears the
+    pass mark: the failure names the group, and does not claim the score was too low."""
+    fine = CriterionResult(criterion_id="safety.tone", status="scored", score=0.8, passed=True)
+    gated = evaluation("t1", "fail", 0.8, [fine]).model_copy(
+        update={"gating_failures": ("safety",)}
+    )
+    (failure,) = cases(junit_xml(made_up_run("run-x", [gated])))["t1"].findall("failure")
+    assert failure.attrib["message"].startswith("REQUIRED group safety: ")
+    assert "below the pass mark" not in failure.attrib["message"]
+
+
+def test_an_unscored_required_criterion_counted_as_failed_is_its_failure() -> None:
+    """Under `count_as_zero` a required criterion that could not be scored fails the
+    target: the failure names it and why it was not scored."""
+    lost = CriterionResult(
+        criterion_id="tone", status="error", required=True, notes="the judge timed out"
+    )
+    gated = evaluation("t1", "fail", 0.5, [lost]).model_copy(update={"gating_failures": ("tone",)})
+    (failure,) = cases(junit_xml(made_up_run("run-x", [gated])))["t1"].findall("failure")
+    assert failure.attrib["message"].startswith("REQUIRED tone: not scored (error)")
+    assert "the judge timed out" in failure.attrib["message"]
+
+
 def test_a_target_without_an_id_is_named_by_its_content_hash() -> None:
     run = made_up_run("run-x", [evaluation(None, "pass", 1.0)])
     (name,) = cases(junit_xml(run))
