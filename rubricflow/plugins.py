@@ -6,6 +6,7 @@ Nothing is registered at import time; `create_plugin_manager()` builds a fresh
 
 from __future__ import annotations
 
+import copy
 import importlib
 import inspect
 import logging
@@ -54,6 +55,10 @@ BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (
     ("builtin-llm-providers", "rubricflow.llm.builtin"),
 )
 _BUILTIN_NAMES = {name for name, _ in BUILTIN_PLUGINS}
+#: config schemas already checked against their metaschema, by object: (the schema, a copy
+#: of it when checked, its validator). A registry is made per command, worker and session,
+#: and checking the built-ins' twenty schemas was most of its cost.
+_CHECKED_SCHEMAS: dict[int, tuple[Mapping[str, Any], Any, Any]] = {}
 
 
 @dataclass
@@ -201,15 +206,13 @@ class PluginRegistry:
             try:
                 if not isinstance(schema, Mapping) or (check is not None and not callable(check)):
                     raise TypeError("the schema must be a mapping and the check a callable")
-                validator = validators.validator_for(schema)
-                validator.check_schema(dict(schema))
+                checks[name] = (_checked_validator(schema, validators), check)
             except (exceptions.SchemaError, TypeError) as error:
                 message = error.message if isinstance(error, exceptions.SchemaError) else error
                 raise PluginError(
                     f"plugin {owner!r}: the config schema of check function {name!r} is not "
                     f"usable ({message}); fix the plugin or disable it with {BLOCK_ENV}={owner}"
                 ) from error
-            checks[name] = (validator(schema, format_checker=validator.FORMAT_CHECKER), check)
         return checks
 
     def check_function_config(self, name: str, config: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -279,6 +282,19 @@ def _blocked_names(blocked: Iterable[str] | None) -> set[str]:
     names = {name.strip() for name in os.environ.get(BLOCK_ENV, "").split(",") if name.strip()}
     names.update(blocked or ())
     return names
+
+
+def _checked_validator(schema: Mapping[str, Any], validators: Any) -> Any:
+    """A validator for a config schema, checked against its metaschema once per schema
+    object (again if the object changed since); raises jsonschema's SchemaError."""
+    seen = _CHECKED_SCHEMAS.get(id(schema))
+    if seen is not None and seen[0] is schema and seen[1] == schema:
+        return seen[2]
+    validator = validators.validator_for(schema)
+    validator.check_schema(dict(schema))
+    checked = validator(schema, format_checker=validator.FORMAT_CHECKER)
+    _CHECKED_SCHEMAS[id(schema)] = (schema, copy.deepcopy(dict(schema)), checked)
+    return checked
 
 
 def create_plugin_manager(
