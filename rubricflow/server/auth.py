@@ -124,7 +124,8 @@ def token_cache(app: Any) -> TokenCache:
     return cache
 
 
-def get_application(request: Request) -> Application:
+async def get_application(request: Request) -> Application:
+    """The app's `Application` (async: FastAPI runs a plain function in a thread)."""
     application: Application = request.app.state.application
     return application
 
@@ -168,7 +169,13 @@ async def authenticate(
 def require_role(role: str) -> object:
     """A dependency giving the principal when its role is `role` or above; else 403."""
 
-    async def dependency(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
+    async def dependency(
+        request: Request,
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    ) -> Principal:
+        # `authenticate` called here, not as a dependency of its own: one level fewer
+        # for FastAPI to solve on every request
+        principal = await authenticate(request, credentials)
         if not principal.allows_role(role):
             raise HTTPException(
                 403,
