@@ -196,27 +196,30 @@ def child_main(argv: list[str]) -> None:
     specs: dict[str, _ChildSpec] = {}
     budget = _CpuBudget()
     write_all(result_fd, pickle.dumps(("ready", os.getpid())))
-    with contextlib.suppress(BrokenPipeError):  # the parent closed its end: stop
-        while True:
-            header = read_exact(job_fd, 4)
-            payload = None if header is None else read_exact(job_fd, HEADER.unpack(header)[0])
-            if payload is None:
-                return
-            job, key, spec_data, forget, indices, target, cpu_seconds = pickle.loads(payload)
-            if forget is not None:
-                specs.pop(forget, None)
-            if spec_data is not None:
-                specs[key] = _child_spec(*spec_data)
-            spec = specs[key]
-            arguments = (spec, job, indices, target, cpu_seconds, memory_mb, progress, budget)
-            answer = _finish_now(_child_job(*arguments), loop) if spec.sync else None
-            if answer is None:
-                answer = loop.run_until_complete(_child_job(*arguments))
-            try:
-                message = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception:  # an unpicklable value in some evidence, say: find which
-                message = pickle.dumps([_sendable(spec, entry) for entry in answer])
-            write_all(result_fd, message)
+    try:
+        with contextlib.suppress(BrokenPipeError):  # the parent closed its end: stop
+            while True:
+                header = read_exact(job_fd, 4)
+                payload = None if header is None else read_exact(job_fd, HEADER.unpack(header)[0])
+                if payload is None:
+                    return
+                job, key, spec_data, forget, indices, target, cpu_seconds = pickle.loads(payload)
+                if forget is not None:
+                    specs.pop(forget, None)
+                if spec_data is not None:
+                    specs[key] = _child_spec(*spec_data)
+                spec = specs[key]
+                arguments = (spec, job, indices, target, cpu_seconds, memory_mb, progress, budget)
+                answer = _finish_now(_child_job(*arguments), loop) if spec.sync else None
+                if answer is None:
+                    answer = loop.run_until_complete(_child_job(*arguments))
+                try:
+                    message = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+                except Exception:  # an unpicklable value in some evidence, say: find which
+                    message = pickle.dumps([_sendable(spec, entry) for entry in answer])
+                write_all(result_fd, message)
+    finally:
+        loop.close()  # here, not in a finaliser at exit (which fails, its pipes gone)
 
 
 def _finish_now(

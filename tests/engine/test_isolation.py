@@ -449,3 +449,29 @@ def test_a_setting_that_is_not_usable_is_refused_naming_it(
     monkeypatch.setenv(name, value)
     with pytest.raises(ConfigurationError, match=f"{name}={value!r} {message}"):
         isolation_settings()
+
+
+def test_a_process_that_used_the_pool_exits_without_noise() -> None:
+    """The pool processes stop when their parent exits, quietly: no "Exception ignored"
+    traceback from an event loop finalised after its pipes were gone (a user of any
+    command that ran a schema criterion saw one per pool process)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import asyncio\n"
+        "from rubricflow.engine.executor import evaluate\n"
+        "from rubricflow.model import parse_rubric\n"
+        "rubric = parse_rubric({'id': 'r', 'name': 'R', 'version': '1.0.0', 'criteria': [\n"
+        "    {'id': 's', 'description': 'an object',\n"
+        "     'scoring': {'method': 'schema', 'schema': {'type': 'object'}}}]})\n"
+        "evaluation = asyncio.run(evaluate(rubric, {'content': {'a': 1}}))\n"
+        "print(evaluation.verdict)\n"
+    )
+    env = {**os.environ, "RUBRICFLOW_CHECK_ISOLATION": "auto"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "pass"
+    assert done.stderr == ""
