@@ -8,47 +8,15 @@ server's `Principal` is used as it is and its rules stay in one place.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from rubricflow.errors import RubricflowError
-
-if TYPE_CHECKING:
-    from rubricflow.store.artifact_models import Artifact
+from rubricflow.tools.callers import Caller, LocalCaller
 
 __all__ = ["CALLER_SCOPE_KEY", "Caller", "LocalCaller", "caller_of"]
 
 #: where an HTTP host puts the request's verified caller in the ASGI scope
 CALLER_SCOPE_KEY = "rubricflow.mcp.caller"
-
-
-class Caller(Protocol):
-    """What a tool needs to know of its caller: a name for the audit trail, its role,
-    and which artifacts it may submit and see (every role may use every tool)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def role(self) -> str: ...
-
-    def allows_type(self, type_name: str) -> bool: ...
-
-    def can_read(self, artifact: Artifact) -> bool: ...
-
-
-@dataclass(frozen=True)
-class LocalCaller:
-    """The user who started `rubricflow mcp` on their own store: may do everything."""
-
-    name: str
-    role: str = "admin"
-
-    def allows_type(self, type_name: str) -> bool:
-        return True
-
-    def can_read(self, artifact: Artifact) -> bool:
-        return True
 
 
 def caller_of(request: Any, default: Caller | None) -> Caller:

@@ -25,10 +25,10 @@ from pydantic import BaseModel, ValidationError
 from rubricflow.errors import (
     ConfigurationError,
     IllegalTransitionError,
-    NotFoundError,
     RubricflowError,
 )
 from rubricflow.tools import operations
+from rubricflow.tools.callers import require_readable, require_submittable
 from rubricflow.tools.models import (
     EvaluateTextParams,
     EvaluationFeedback,
@@ -45,7 +45,7 @@ from rubricflow.tools.models import (
 
 if TYPE_CHECKING:
     from rubricflow.application import Application
-    from rubricflow.mcp.callers import Caller
+    from rubricflow.tools.callers import Caller
 
 __all__ = ["TOOLS", "ToolContext", "ToolSpec", "call_tool", "list_tools"]
 
@@ -77,18 +77,6 @@ class ToolSpec:
 
 
 # --- the operations, with the caller's rules -------------------------------------------------
-async def _readable(context: ToolContext, artifact_id: str) -> None:
-    """Refuse an artifact the caller may not see, as if it did not exist."""
-    try:
-        artifact = await context.application.artifacts.get(artifact_id)
-    except NotFoundError:
-        return  # the operation says it is unknown, with the fix
-    if not context.caller.can_read(artifact):
-        raise NotFoundError(
-            f"artifact_id: no artifact {artifact_id!r}; use the id submit_for_review returned"
-        )
-
-
 async def _evaluate(context: ToolContext, params: EvaluateTextParams) -> BaseModel:
     try:
         return await operations.evaluate_text(context.application, params, judge=context.judge)
@@ -101,23 +89,19 @@ async def _evaluate(context: ToolContext, params: EvaluateTextParams) -> BaseMod
 
 
 async def _submit(context: ToolContext, params: SubmitForReviewParams) -> BaseModel:
-    if not context.caller.allows_type(params.artifact_type):
-        raise RubricflowError(
-            f"artifact_type: {context.caller.name!r} may not submit artifacts of type "
-            f"{params.artifact_type!r}; ask an admin for a token that allows it"
-        )
+    require_submittable(context.caller, params.artifact_type)
     return await operations.submit_for_review(
         context.application, params, actor=context.caller.name
     )
 
 
 async def _get_review(context: ToolContext, params: GetReviewParams) -> BaseModel:
-    await _readable(context, params.artifact_id)
+    await require_readable(context.application, context.caller, params.artifact_id)
     return await operations.get_review(context.application, params)
 
 
 async def _revise(context: ToolContext, params: ReviseArtifactParams) -> BaseModel:
-    await _readable(context, params.artifact_id)
+    await require_readable(context.application, context.caller, params.artifact_id)
     return await operations.revise_artifact(context.application, params, actor=context.caller.name)
 
 

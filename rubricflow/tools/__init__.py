@@ -5,6 +5,7 @@ dispatcher that runs a model's tool call and returns the provider's tool result
 
 from __future__ import annotations
 
+from rubricflow.tools.callers import Caller, LocalCaller
 from rubricflow.tools.dispatch import (
     ToolCallError,
     ToolDispatcher,
@@ -44,6 +45,7 @@ from rubricflow.tools.specs import TOOL_NAMES, TOOLS, ToolSpec
 __all__ = [
     "TOOLS",
     "TOOL_NAMES",
+    "Caller",
     "EvaluateTextParams",
     "EvaluationFeedback",
     "ExplainRubricParams",
@@ -51,6 +53,7 @@ __all__ = [
     "GetReviewResult",
     "ListRubricsParams",
     "ListRubricsResult",
+    "LocalCaller",
     "ReviewResult",
     "ReviseArtifactParams",
     "RubricExplained",

@@ -32,11 +32,14 @@ from rubricflow.errors import (
     ConfigurationError,
     IllegalTransitionError,
     NotFoundError,
+    PermissionDeniedError,
     PreconditionFailedError,
     RubricflowError,
     RubricVersionConflictError,
     StoreError,
 )
+from rubricflow.tools import operations
+from rubricflow.tools.callers import Caller, LocalCaller
 from rubricflow.tools.schemas import anthropic_tools, openai_responses_tools, openai_tools
 from rubricflow.tools.specs import HostSettings, ToolSpec, select_tools
 
@@ -113,6 +116,8 @@ def _validation_problems(error: ValidationError, spec: ToolSpec) -> list[dict[st
 def _refusal_kind(error: RubricflowError) -> str:
     if isinstance(error, NotFoundError):
         return "not_found"
+    if isinstance(error, PermissionDeniedError):
+        return "not_allowed"
     if isinstance(error, PreconditionFailedError):
         return "version_conflict"
     if isinstance(error, IllegalTransitionError):
@@ -155,7 +160,11 @@ class ToolDispatcher:
 
     `actor` is who the artifact operations act as (recorded on every transition) and
     `judge` the judge that scores LLM-judged criteria in `evaluate_text` (a spec or an
-    open `LLMSession`); both are the host's choice, never the tool call's. `tools` limits
+    open `LLMSession`); both are the host's choice, never the tool call's. Without
+    `caller` the dispatcher acts as the store's owner (`LocalCaller(actor)`: every
+    artifact, every type); a host serving several users gives each user's `caller`
+    (`rubricflow.tools.Caller`: a name, a role, `allows_type`, `can_read`, as the HTTP
+    API's principals have), and the tools then reach only that caller's artifacts. `tools` limits
     the tools offered and run (default: all); `openai_tools()` and `anthropic_tools()`
     give the definitions of those tools.
     """
@@ -167,9 +176,16 @@ class ToolDispatcher:
         actor: str | None = None,
         judge: str | LLMSession | None = None,
         tools: Sequence[str] | None = None,
+        caller: Caller | None = None,
     ) -> None:
+        if caller is not None and actor is not None and actor != caller.name:
+            raise ToolCallError(
+                f"actor {actor!r} and caller {caller.name!r} disagree: give one of them "
+                "(a caller acts under its own name)"
+            )
         self.application = application
-        self.host = HostSettings(judge=judge) if actor is None else HostSettings(actor, judge)
+        chosen = caller or LocalCaller(actor or operations.DEFAULT_ACTOR)
+        self.host = HostSettings(chosen, judge)
         self.specs = {spec.name: spec for spec in select_tools(tools)}
 
     # --- definitions -----------------------------------------------------------------------
@@ -294,9 +310,11 @@ async def dispatch(
     *,
     actor: str | None = None,
     judge: str | LLMSession | None = None,
+    caller: Caller | None = None,
 ) -> dict[str, Any]:
     """Run one tool call with a dispatcher made for it (see `ToolDispatcher`)."""
-    return await ToolDispatcher(application, actor=actor, judge=judge).dispatch(tool_call)
+    dispatcher = ToolDispatcher(application, actor=actor, judge=judge, caller=caller)
+    return await dispatcher.dispatch(tool_call)
 
 
 def run_tool_sync(

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from rubricflow.errors import ConfigurationError
 from rubricflow.tools import operations
+from rubricflow.tools.callers import Caller, LocalCaller, require_readable, require_submittable
 from rubricflow.tools.models import (
     EvaluateTextParams,
     EvaluationFeedback,
@@ -32,11 +33,16 @@ if TYPE_CHECKING:
 __all__ = ["TOOLS", "TOOL_NAMES", "HostSettings", "ToolSpec", "select_tools"]
 
 
+#: the default caller: the store's owner, acting as the default actor
+STORE_OWNER = LocalCaller(operations.DEFAULT_ACTOR)
+
+
 @dataclass(frozen=True)
 class HostSettings:
-    """What the host, not the tool call, decides: who acts and which judge scores."""
+    """What the host, not the tool call, decides: who acts (and what it may reach) and
+    which judge scores."""
 
-    actor: str = operations.DEFAULT_ACTOR
+    caller: Caller = STORE_OWNER
     judge: str | LLMSession | None = None
 
 
@@ -60,15 +66,18 @@ async def _evaluate(app: Application, params: Any, host: HostSettings) -> BaseMo
 
 
 async def _submit(app: Application, params: Any, host: HostSettings) -> BaseModel:
-    return await operations.submit_for_review(app, params, actor=host.actor)
+    require_submittable(host.caller, params.artifact_type)
+    return await operations.submit_for_review(app, params, actor=host.caller.name)
 
 
 async def _get(app: Application, params: Any, host: HostSettings) -> BaseModel:
+    await require_readable(app, host.caller, params.artifact_id)
     return await operations.get_review(app, params)
 
 
 async def _revise(app: Application, params: Any, host: HostSettings) -> BaseModel:
-    return await operations.revise_artifact(app, params, actor=host.actor)
+    await require_readable(app, host.caller, params.artifact_id)
+    return await operations.revise_artifact(app, params, actor=host.caller.name)
 
 
 async def _list(app: Application, params: Any, host: HostSettings) -> BaseModel:

@@ -4,6 +4,7 @@ class of bad input answered with an error result that names the field and the fi
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from llm.scripted import ScriptedServer, openai_reply, verdict
 
 from rubricflow.application import Application
+from rubricflow.store.artifact_models import Artifact
 from rubricflow.tools import ToolCallError, ToolDispatcher, dispatch, run_tool_sync
 
 from .conftest import POST_RUBRIC, seed
@@ -353,6 +355,49 @@ async def test_unknown_rubric_artifact_and_type(app: Application) -> None:
         "artifact_type: no artifact type 'tweet'; use one of: post, queued-post"
         in (kind["message"])
     )
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """One user of a host that serves several: sees only what it created, submits posts."""
+
+    name: str
+    role: str = "submitter"
+
+    def allows_type(self, type_name: str) -> bool:
+        return type_name == "post"
+
+    def can_read(self, artifact: Artifact) -> bool:
+        return artifact.created_by == self.name
+
+
+async def test_a_host_serving_several_users_gives_each_its_own_artifacts(
+    app: Application,
+) -> None:
+    alice = ToolDispatcher(app, caller=Tenant("alice"))
+    bob = ToolDispatcher(app, caller=Tenant("bob"))
+    mine = await call_openai(alice, "submit_for_review", {"artifact_type": "post", "content": GOOD})
+    assert (await app.artifacts.get(mine["artifact_id"])).created_by == "alice"
+    assert (await call_openai(alice, "get_review", {"artifact_id": mine["artifact_id"]}))[
+        "status"
+    ] == "approved"
+    # bob is told it does not exist, as for an unknown id, and changes nothing
+    for name, arguments in (
+        ("get_review", {"artifact_id": mine["artifact_id"]}),
+        ("revise_artifact", {"artifact_id": mine["artifact_id"], "content": "mine now"}),
+    ):
+        refused = await error_of(bob, name, arguments)
+        assert refused["type"] == "not_found"
+        assert refused["message"].startswith(f"artifact_id: no artifact {mine['artifact_id']!r}")
+    stored = await app.artifacts.get(mine["artifact_id"])
+    assert (stored.content, stored.revision) == (GOOD, 1)
+    kind = await error_of(
+        bob, "submit_for_review", {"artifact_type": "queued-post", "content": "x"}
+    )
+    assert kind["type"] == "not_allowed"
+    assert "'bob' may not submit artifacts of type 'queued-post'" in kind["message"]
+    with pytest.raises(ToolCallError, match="actor 'carol' and caller 'bob' disagree"):
+        ToolDispatcher(app, actor="carol", caller=Tenant("bob"))
 
 
 async def test_a_transition_the_lifecycle_refuses(app: Application) -> None:
