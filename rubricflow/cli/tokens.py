@@ -147,7 +147,8 @@ def tokens_revoke(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Revoke an API token: it stops working at once."""
+    """Revoke an API token: running servers refuse it within a second (they remember a
+    verified token for one second)."""
 
     async def work(app: Application) -> ApiToken:
         return await app.store.tokens.revoke(name)
