@@ -1,6 +1,6 @@
 """Fixtures for the dashboard's tests: one real `rubricflow serve` per backend and module
 (with artifact types and tokens made through the application core; on SQLite the same
-server as `sqlite_dashboard`), one headless Chromium for the whole package (Debian's
+server as `sqlite_dashboard`), one headless Chromium per module (Debian's
 /usr/bin/chromium through Playwright; no browser download) with a fresh context per test,
 and helpers to sign in and to make artifacts from the test process.
 """
@@ -126,9 +126,11 @@ def sqlite_dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dashb
     dashboard.server.stop(signal.SIGKILL)
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Headless Chromium, one for the dashboard's tests (each gets a fresh context)."""
+    """Headless Chromium, one per module (each test gets a fresh context). Not one per
+    package: Playwright's sync API keeps an event loop running while it is open, and the
+    package's async tests (pytest-asyncio) cannot run inside it."""
     if shutil.which(CHROMIUM) is None and not Path(CHROMIUM).exists():
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true and no Chromium at {CHROMIUM}", pytrace=False)

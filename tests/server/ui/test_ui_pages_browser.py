@@ -102,6 +102,7 @@ def test_runs_list_a_live_run_and_a_comparison(
     sign_in(tab, dashboard, "alice")
     page.get_by_role("link", name="Runs").click()
     rows = page.locator("table.runs tbody tr")
+    rows.first.wait_for()  # the click's navigation may not have landed yet
     assert rows.evaluate_all("els => els.map(e => e.dataset.run)")[:3] == [
         seeded.running,
         seeded.run_b,
@@ -109,6 +110,7 @@ def test_runs_list_a_live_run_and_a_comparison(
     ]
     # one run: the report's figures and plots, and the static script's filter
     page.locator(f'tr[data-run="{seeded.run_a}"] a').first.click()
+    page.wait_for_url(f"**/ui/runs/{seeded.run_a}")
     assert page.get_by_role("heading", level=1).inner_text() == f"Run {seeded.run_a}"
     histogram = page.locator("svg#score-histogram rect.column")
     counts = histogram.evaluate_all("els => els.map(e => Number(e.dataset.count))")
@@ -138,6 +140,7 @@ def test_runs_list_a_live_run_and_a_comparison(
     page.get_by_label("Run B").fill(seeded.run_b)
     page.get_by_role("button", name="Compare").click()
     flips = page.locator("table.flips tbody tr")
+    flips.first.wait_for()  # the form's navigation may not have landed yet
     assert sorted(flips.evaluate_all("els => els.map(e => e.dataset.target)")) == sorted(
         seeded.flipped
     )
