@@ -316,7 +316,11 @@ class Reviewer:
         ) -> tuple[RubricBinding, Evaluation, bool]:
             if item.reused is not None:
                 return item.binding, item.reused, True
-            evaluation = early or await self._evaluate(artifact, artifact_type, item.rubric)
+            evaluation = (
+                early
+                if early is not None
+                else await self._evaluate(artifact, artifact_type, item.rubric)
+            )
             if not store_now:
                 return item.binding, evaluation, False
             return item.binding, await self._save(evaluation, artifact), True

@@ -109,12 +109,11 @@ class ArtifactSubmitter:
                 return ReviewOutcome(
                     current, queued=True, reason="another worker took the review over"
                 )
-            handed, evaluating = evaluating, None  # finish_review stops it when done
             return await self._reviewer.finish_review(
-                claimed, prepared=(artifact_type, plan), seq=started.seq + 1, evaluating=handed
+                claimed, prepared=(artifact_type, plan), seq=started.seq + 1, evaluating=evaluating
             )
         finally:
-            if evaluating is not None:  # the submission or the claim failed
+            if evaluating is not None:  # not used: the submission or the claim failed
                 await stop_evaluating(evaluating)
 
 
