@@ -28,7 +28,21 @@ def current_item() -> pytest.Item | None:
     return _current[-1] if _current else None
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def _leave_the_library_unrewritten(pluginmanager: pytest.PytestPluginManager) -> None:
+    """pytest rewrites the asserts of every module of a distribution that declares a
+    `pytest11` entry point, so every `rubricflow` module a test imports would be parsed
+    and recompiled by pytest (with no bytecode cache, in every run). The library is not
+    test code: only this hook package is the plugin. pytest has no public way to unmark
+    a package, so this uses its rewrite hook's set where it exists and does nothing
+    otherwise (asserts are then merely rewritten, as before)."""
+    hook = getattr(pluginmanager, "rewrite_hook", None)
+    marked = getattr(hook, "_must_rewrite", None)
+    if isinstance(marked, set):
+        marked.discard("rubricflow")
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    _leave_the_library_unrewritten(pluginmanager)
     group = parser.getgroup("rubricflow", "rubricflow: rubric checks (assert_passes)")
     group.addoption(
         "--rubric-llm",

@@ -46,3 +46,19 @@ def test_a_pytest_run_with_the_plugin_loaded_imports_nothing_heavy(tmp_path: Pat
     assert sorted(added) == ["rubricflow_pytest"]
     # the one module it adds is the hook module: no rubricflow, SQLAlchemy, httpx, ...
     assert not [name for name in added if name.split(".")[0] in HEAVY]
+
+
+def test_the_library_is_not_assertion_rewritten_by_its_own_plugin() -> None:
+    """pytest rewrites every module of a distribution with a `pytest11` entry point; the
+    plugin unmarks the library, so a test importing rubricflow gets it as compiled by
+    Python (no per-run recompilation, no rewritten asserts inside the library)."""
+    import rubricflow.engine.executor
+    import rubricflow.model
+
+    rewritten = [
+        name
+        for name, module in sorted(sys.modules.items())
+        if name.split(".")[0] == "rubricflow" and hasattr(module, "@pytest_ar")
+    ]
+    assert rewritten == []
+    assert rubricflow.model.Rubric and rubricflow.engine.executor
