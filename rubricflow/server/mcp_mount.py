@@ -4,15 +4,21 @@ tokens and roles, when the `mcp` extra is installed.
 Each request is authenticated as every API request is (`auth.authenticate`: a bearer
 token becomes a `Principal`; without one, or with a bad one, 401 problem+json); the
 principal is the tools' caller, so a submitter reads and revises only its own
-artifacts of its types, and the audit trail records the token's name. The MCP session
-manager runs inside the app's lifespan.
+artifacts of its types, and the audit trail records the token's name.
+
+The MCP SDK is imported, and its session manager started, on the first request to
+`/mcp`: importing it costs about half a second of CPU, which a server whose clients never
+use MCP should not pay at every start. The session manager then runs in a task of its
+own until the app's lifespan ends.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import importlib.util
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -36,14 +42,62 @@ _log = logging.getLogger("rubricflow.server")
 _bearer = HTTPBearer(auto_error=False)
 
 
-class _AuthenticatedMcp:
-    """Authenticate, then hand the request to the MCP endpoint with its caller."""
+class _LazyMcp:
+    """Authenticate, then hand the request to the MCP endpoint with its caller; the
+    endpoint is built, and its session manager started, on the first request."""
 
-    def __init__(
-        self, endpoint: McpHttpEndpoint, bind_caller: Callable[[Scope, Caller], None]
-    ) -> None:
-        self.endpoint = endpoint
-        self.bind_caller = bind_caller
+    def __init__(self, app: FastAPI, settings: ServerSettings) -> None:
+        self.app = app
+        self.settings = settings
+        self.endpoint: McpHttpEndpoint | None = None
+        self.bind_caller: Callable[[Scope, Caller], None] | None = None
+        self._starting = asyncio.Lock()
+        self._stop: asyncio.Event | None = None
+        self._runner: asyncio.Task[None] | None = None
+
+    async def _started(self) -> McpHttpEndpoint:
+        async with self._starting:
+            if self.endpoint is not None:
+                return self.endpoint
+            from rubricflow.mcp import McpHttpEndpoint, bind_caller
+
+            settings = self.settings
+            endpoint = McpHttpEndpoint(
+                lambda: self.app.state.application,
+                judge=settings.judge,
+                no_judge=NO_JUDGE,
+                loopback=is_loopback(settings.host),
+                max_body_bytes=settings.max_body_bytes,
+            )
+            ready = asyncio.Event()
+            self._stop = asyncio.Event()
+            stop = self._stop
+
+            async def run() -> None:
+                # the SDK's task group is entered and left in this one task
+                async with endpoint.running():
+                    ready.set()
+                    await stop.wait()
+
+            self._runner = asyncio.create_task(run(), name="rubricflow-mcp-sessions")
+            waiting = asyncio.create_task(ready.wait())
+            await asyncio.wait({waiting, self._runner}, return_when=asyncio.FIRST_COMPLETED)
+            if not ready.is_set():
+                waiting.cancel()
+                self._runner.result()  # raises what stopped the session manager
+            self.bind_caller, self.endpoint = bind_caller, endpoint
+            return endpoint
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        """Stop the session manager, if a request started it, when the app stops."""
+        try:
+            yield
+        finally:
+            if self._stop is not None and self._runner is not None:
+                self._stop.set()
+                with contextlib.suppress(Exception):
+                    await self._runner
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -55,8 +109,10 @@ class _AuthenticatedMcp:
             )
             await response(scope, receive, send)
             return
+        endpoint = await self._started()
+        assert self.bind_caller is not None
         self.bind_caller(scope, principal)
-        await self.endpoint(scope, receive, send)
+        await endpoint(scope, receive, send)
 
 
 def mount_mcp(
@@ -65,20 +121,9 @@ def mount_mcp(
     """Route `/mcp` to the MCP endpoint; give what the lifespan runs it in. Without the
     `mcp` extra nothing is routed (a request is the API's 404) and the lifespan runs
     nothing."""
-    try:
-        from rubricflow.mcp import McpHttpEndpoint, bind_caller
-    except ImportError as error:
-        if (error.name or "").split(".")[0] != "mcp":
-            raise
+    if importlib.util.find_spec("mcp") is None:
         _log.debug("no MCP endpoint: the mcp extra is not installed")
         return contextlib.nullcontext
-
-    endpoint = McpHttpEndpoint(
-        lambda: app.state.application,
-        judge=settings.judge,
-        no_judge=NO_JUDGE,
-        loopback=is_loopback(settings.host),
-        max_body_bytes=settings.max_body_bytes,
-    )
-    app.router.routes.append(Route(MCP_PATH, endpoint=_AuthenticatedMcp(endpoint, bind_caller)))
-    return endpoint.running
+    endpoint = _LazyMcp(app, settings)
+    app.router.routes.append(Route(MCP_PATH, endpoint=endpoint))
+    return endpoint.lifespan
