@@ -18,6 +18,10 @@ from typer.testing import CliRunner
 
 from rubricflow.plugins import PluginRegistry, create_plugin_manager
 
+#: the `pytester` fixture (tests/pytest_plugin runs test files in a scratch folder); pytest
+#: takes `pytest_plugins` only from a conftest it loads first, such as this one
+pytest_plugins = ["pytester"]
+
 _built: weakref.WeakKeyDictionary[typer.Typer, tuple[Any, click.Command]]
 _built = weakref.WeakKeyDictionary()
 _build_command = typer.testing._get_command

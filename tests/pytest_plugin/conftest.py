@@ -11,8 +11,6 @@ from llm.scripted import Recorded, Reply, ScriptedServer, openai_reply, verdict
 
 from rubricflow.llm.specs import ENV_VARS
 
-pytest_plugins = ["pytester"]
-
 RUBRIC = """\
 id: answer-quality
 version: 1.0.0
