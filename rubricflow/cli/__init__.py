@@ -8,14 +8,12 @@ see one for an internal error.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from importlib import metadata
 from typing import Annotated, Any, TextIO
 
 import typer
 from rich.markup import escape
-from typer.core import TyperGroup
 
 from rubricflow.cli import (
     artifacts,
@@ -36,36 +34,10 @@ from rubricflow.cli import (
     webhooks,
     worker,
 )
-from rubricflow.cli.shared import EXIT_INTERNAL, EXIT_USAGE, err, out
+from rubricflow.cli.shared import EXIT_INTERNAL, EXIT_USAGE, FullHelpGroup, err, out
 from rubricflow.errors import RubricflowError
 
 __all__ = ["EXIT_INTERNAL", "app", "main"]
-
-
-def first_sentence(text: str) -> str:
-    """The first sentence of a help text's first paragraph, whole: a full stop that ends a
-    sentence, not the one of "FILE..." or "e.g." in the middle of it."""
-    paragraph = " ".join(text.split("\n\n", 1)[0].split())
-    match = re.match(r"(.+?[^.]\.)(?=\s+[A-Z(`]|$)", paragraph)
-    return match.group(1) if match else paragraph
-
-
-class FullHelpGroup(TyperGroup):
-    """A command group whose `--help` lists each command with its whole first sentence.
-
-    Click cuts a command's summary to what fits beside the longest name on one line and
-    ends it with "..."; a summary is short enough to wrap instead."""
-
-    def format_commands(self, ctx: Any, formatter: Any) -> None:
-        rows: list[tuple[str, str]] = []
-        for name in self.list_commands(ctx):
-            command = self.get_command(ctx, name)
-            if command is None or command.hidden:
-                continue
-            rows.append((name, command.short_help or first_sentence(command.help or "")))
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
 
 
 app = typer.Typer(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from rubricflow.cli.shared import err, fail, out, run_with_app
+from rubricflow.cli.shared import FullHelpGroup, err, fail, out, run_with_app
 from rubricflow.errors import RubricflowError
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def check(
 
 
 cache_app = typer.Typer(rich_markup_mode=None)  # its help is the callback's docstring
-llm_app.add_typer(cache_app, name="cache")
+llm_app.add_typer(cache_app, name="cache", cls=FullHelpGroup)
 
 
 @cache_app.callback(invoke_without_command=True)

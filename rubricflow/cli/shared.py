@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import getpass
 import json
+import re
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from typer.core import TyperGroup
 
 from rubricflow.errors import RubricflowError
 
@@ -38,6 +40,7 @@ __all__ = [
     "ConcurrencyOption",
     "DbOption",
     "FormatOption",
+    "FullHelpGroup",
     "JsonOption",
     "LLMOption",
     "NoCacheOption",
@@ -48,6 +51,7 @@ __all__ = [
     "actor_default",
     "err",
     "fail",
+    "first_sentence",
     "judge_session",
     "needs_judge",
     "out",
@@ -415,3 +419,29 @@ FormatOption = Annotated[
 RubricIdOption = Annotated[
     str | None, typer.Option("--rubric-id", help="Which rubric, when the file holds several.")
 ]
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a help text's first paragraph, whole: a full stop that ends a
+    sentence, not the one of "FILE..." or "e.g." in the middle of it."""
+    paragraph = " ".join(text.split("\n\n", 1)[0].split())
+    match = re.match(r"(.+?[^.]\.)(?=\s+[A-Z(`]|$)", paragraph)
+    return match.group(1) if match else paragraph
+
+
+class FullHelpGroup(TyperGroup):
+    """A command group whose `--help` lists each command with its whole first sentence.
+
+    Click cuts a command's summary to what fits beside the longest name on one line and
+    ends it with "..."; a summary is short enough to wrap instead."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        rows: list[tuple[str, str]] = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is None or command.hidden:
+                continue
+            rows.append((name, command.short_help or first_sentence(command.help or "")))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
