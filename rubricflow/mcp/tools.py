@@ -1,6 +1,6 @@
-"""The MCP tools: one row per operation of `rubricflow.tools.operations`, its parameters
-and result models (their JSON Schemas are the tool's `inputSchema` and `outputSchema`),
-and what the caller's role must allow.
+"""The MCP tools: the agent tools of `rubricflow.tools` (their parameters and result
+models' JSON Schemas are the tool's `inputSchema` and `outputSchema`), run as the
+request's caller, under the caller rules the agent tools apply.
 
 A call's arguments are validated by the parameters model; a bad argument, an unknown
 rubric or artifact, content the type refuses, a state that refuses the change: each is a
@@ -28,20 +28,9 @@ from rubricflow.errors import (
     RubricflowError,
 )
 from rubricflow.tools import operations
-from rubricflow.tools.callers import require_readable, require_submittable
-from rubricflow.tools.models import (
-    EvaluateTextParams,
-    EvaluationFeedback,
-    ExplainRubricParams,
-    GetReviewParams,
-    GetReviewResult,
-    ListRubricsParams,
-    ListRubricsResult,
-    ReviewResult,
-    ReviseArtifactParams,
-    RubricExplained,
-    SubmitForReviewParams,
-)
+from rubricflow.tools.specs import TOOLS as AGENT_TOOLS
+from rubricflow.tools.specs import HostSettings
+from rubricflow.tools.specs import ToolSpec as AgentTool
 
 if TYPE_CHECKING:
     from rubricflow.application import Application
@@ -65,7 +54,8 @@ class ToolContext:
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """One MCP tool over one operation."""
+    """One MCP tool over one of `rubricflow.tools`' tools (same name, description,
+    parameters and result), with the title and read-only hint MCP clients show."""
 
     name: str
     title: str
@@ -76,111 +66,45 @@ class ToolSpec:
     read_only: bool
 
 
-# --- the operations, with the caller's rules -------------------------------------------------
-async def _evaluate(context: ToolContext, params: EvaluateTextParams) -> BaseModel:
-    try:
-        return await operations.evaluate_text(context.application, params, judge=context.judge)
-    except ConfigurationError as error:
-        if operations.NO_JUDGE not in str(error):
-            raise
-        raise ConfigurationError(
-            str(error).replace(operations.NO_JUDGE, context.no_judge)
-        ) from None
+def _runner(tool: AgentTool) -> Callable[[ToolContext, Any], Awaitable[BaseModel]]:
+    """Run `tool` as the caller, with the host's judge (the caller's rules are the
+    agent tools' own); a missing judge is told the MCP host's way."""
+
+    async def run(context: ToolContext, params: Any) -> BaseModel:
+        host = HostSettings(context.caller, context.judge)
+        try:
+            return await tool.run(context.application, params, host)
+        except ConfigurationError as error:
+            if operations.NO_JUDGE not in str(error):
+                raise
+            raise ConfigurationError(
+                str(error).replace(operations.NO_JUDGE, context.no_judge)
+            ) from None
+
+    return run
 
 
-async def _submit(context: ToolContext, params: SubmitForReviewParams) -> BaseModel:
-    require_submittable(context.caller, params.artifact_type)
-    return await operations.submit_for_review(
-        context.application, params, actor=context.caller.name
+#: (title, read-only) per tool
+_MCP_HINTS: dict[str, tuple[str, bool]] = {
+    "evaluate_text": ("Evaluate text against a rubric", True),
+    "submit_for_review": ("Submit content for review", False),
+    "get_review": ("Get an artifact's review", True),
+    "revise_artifact": ("Revise an artifact", False),
+    "list_rubrics": ("List rubrics", True),
+    "explain_rubric": ("Explain a rubric", True),
+}
+
+TOOLS: tuple[ToolSpec, ...] = tuple(
+    ToolSpec(
+        tool.name,
+        _MCP_HINTS[tool.name][0],
+        tool.description,
+        tool.params,
+        tool.result,
+        _runner(tool),
+        read_only=_MCP_HINTS[tool.name][1],
     )
-
-
-async def _get_review(context: ToolContext, params: GetReviewParams) -> BaseModel:
-    await require_readable(context.application, context.caller, params.artifact_id)
-    return await operations.get_review(context.application, params)
-
-
-async def _revise(context: ToolContext, params: ReviseArtifactParams) -> BaseModel:
-    await require_readable(context.application, context.caller, params.artifact_id)
-    return await operations.revise_artifact(context.application, params, actor=context.caller.name)
-
-
-async def _list_rubrics(context: ToolContext, params: ListRubricsParams) -> BaseModel:
-    return await operations.list_rubrics(context.application, params)
-
-
-async def _explain(context: ToolContext, params: ExplainRubricParams) -> BaseModel:
-    return await operations.explain_rubric(context.application, params)
-
-
-TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec(
-        "evaluate_text",
-        "Evaluate text against a rubric",
-        "Score content against a registered rubric (`rubric`: ID or ID@VERSION) or one "
-        "given inline (`rubric_document`: YAML or JSON text). Nothing is stored. Returns the "
-        "verdict, the score, every criterion with its evidence, and `fixes`: each failed "
-        "criterion with what to change.",
-        EvaluateTextParams,
-        EvaluationFeedback,
-        _evaluate,
-        read_only=True,
-    ),
-    ToolSpec(
-        "submit_for_review",
-        "Submit content for review",
-        "Create an artifact of `artifact_type` and submit it for review: the type's rubrics "
-        "review it now (or it is queued). Returns the artifact id, its status (approved, "
-        "needs_revision, rejected, pending_review), the evaluations with their fixes, and "
-        "`next_step`. Publish only approved content.",
-        SubmitForReviewParams,
-        ReviewResult,
-        _submit,
-        read_only=False,
-    ),
-    ToolSpec(
-        "get_review",
-        "Get an artifact's review",
-        "Where an artifact's review stands: status, verdict, each rubric's evaluation with "
-        "its fixes, what to do next, and the artifact's history.",
-        GetReviewParams,
-        GetReviewResult,
-        _get_review,
-        read_only=True,
-    ),
-    ToolSpec(
-        "revise_artifact",
-        "Revise an artifact",
-        "New content for an artifact sent back for revision (status needs_revision): it "
-        "becomes a new revision and is reviewed again unless `resubmit` is false. Pass "
-        "get_review's `version` as `expected_version` to refuse a revision based on stale "
-        "content.",
-        ReviseArtifactParams,
-        ReviewResult,
-        _revise,
-        read_only=False,
-    ),
-    ToolSpec(
-        "list_rubrics",
-        "List rubrics",
-        "The registered rubrics, each at its latest version (optionally only those for one "
-        "target type): id, version, name, target type and criteria count.",
-        ListRubricsParams,
-        ListRubricsResult,
-        _list_rubrics,
-        read_only=True,
-    ),
-    ToolSpec(
-        "explain_rubric",
-        "Explain a rubric",
-        "What a registered rubric checks and what passing means: each criterion with its "
-        "weight, whether it is required, its levels and how it is scored; the pass "
-        "threshold and the scoring rules.",
-        ExplainRubricParams,
-        RubricExplained,
-        _explain,
-        read_only=True,
-    ),
+    for tool in AGENT_TOOLS
 )
 _BY_NAME = {spec.name: spec for spec in TOOLS}
 
