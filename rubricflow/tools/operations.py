@@ -38,6 +38,7 @@ from rubricflow.tools.models import (
     content_value,
 )
 from rubricflow.tools.rubrics import inline_rubric, registered_rubric
+from rubricflow.wire.artifacts import EvaluationSummary
 from rubricflow.wire.rubrics import RubricSummary
 
 if TYPE_CHECKING:
@@ -129,14 +130,7 @@ def evaluation_feedback(evaluation: Evaluation, rubric: Rubric | None) -> Evalua
         for r in evaluation.criteria
     ]
     return EvaluationFeedback(
-        id=evaluation.id,
-        rubric_id=evaluation.rubric_id,
-        rubric_version=evaluation.rubric_version,
-        verdict=evaluation.verdict,
-        passed=evaluation.passed,
-        score=evaluation.score,
-        coverage=evaluation.coverage,
-        feedback=evaluation.feedback,
+        **EvaluationSummary.of(evaluation).model_dump(),
         threshold=evaluation.threshold,
         criteria=criteria,
         fixes=_fixes(evaluation, rubric),
