@@ -49,13 +49,12 @@ class _LazyMcp:
     def __init__(self, app: FastAPI, settings: ServerSettings) -> None:
         self.app = app
         self.settings = settings
-        self.endpoint: McpHttpEndpoint | None = None
-        self.bind_caller: Callable[[Scope, Caller], None] | None = None
+        self.endpoint: tuple[McpHttpEndpoint, Callable[[Scope, Caller], None]] | None = None
         self._starting = asyncio.Lock()
         self._stop: asyncio.Event | None = None
         self._runner: asyncio.Task[None] | None = None
 
-    async def _started(self) -> McpHttpEndpoint:
+    async def _started(self) -> tuple[McpHttpEndpoint, Callable[[Scope, Caller], None]]:
         async with self._starting:
             if self.endpoint is not None:
                 return self.endpoint
@@ -85,8 +84,8 @@ class _LazyMcp:
             if not ready.is_set():
                 waiting.cancel()
                 self._runner.result()  # raises what stopped the session manager
-            self.bind_caller, self.endpoint = bind_caller, endpoint
-            return endpoint
+            self.endpoint = (endpoint, bind_caller)
+            return self.endpoint
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
@@ -109,9 +108,8 @@ class _LazyMcp:
             )
             await response(scope, receive, send)
             return
-        endpoint = await self._started()
-        assert self.bind_caller is not None
-        self.bind_caller(scope, principal)
+        endpoint, bind_caller = await self._started()
+        bind_caller(scope, principal)
         await endpoint(scope, receive, send)
 
 
