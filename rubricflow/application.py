@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rubricflow.errors import NotFoundError, ReviewError, RubricflowError
+from rubricflow.errors import NotFoundError
 from rubricflow.store import Store
 
 if TYPE_CHECKING:
@@ -170,38 +170,19 @@ class Application:
         metadata: Mapping[str, Any] | None = None,
         artifact_id: str | None = None,
     ) -> ReviewOutcome:
-        """Create an artifact of `type_name` and submit it, in one step. What a submit
-        refuses up front (content against the type's schema, a type with no rubrics) is
-        refused before anything is created; should the submit fail later, the error names
-        the draft that was created, so nothing is left behind unseen."""
-        from rubricflow.review.submission import check_submittable
-
-        artifact_type = await self.artifacts.get_type(type_name)
-        check_submittable(artifact_type, content)
-        for binding in artifact_type.rubrics:
-            try:
-                await self.store.rubrics.get(binding.rubric_id, binding.version)
-            except NotFoundError as error:
-                raise NotFoundError(
-                    f"type {type_name!r} reviews with rubric {binding}: {error}; register it "
-                    "(or bind another) and submit again (nothing was created)"
-                ) from None
-        created = await self.artifacts.create(
+        """Create an artifact of `type_name` and submit it, in one step (one transaction
+        writes both): whatever the submit refuses (an unknown type, content against the
+        type's schema, a type with no rubrics, a bound rubric not registered, an id
+        already taken) creates nothing. The review then runs as `submit_for_review`'s."""
+        return await self.artifacts.create_and_submit(
             type_name,
             content,
             actor=actor,
             title=title,
             metadata=metadata,
             artifact_id=artifact_id,
+            defer=defer,
         )
-        try:
-            return await self.artifacts.submit_for_review(created.id, actor=actor, defer=defer)
-        except RubricflowError as error:
-            raise ReviewError(
-                f"{error}\n(artifact {created.id!r} was created and stays in draft: submit it "
-                f"again with `rubricflow artifacts submit {created.id}` once fixed, or "
-                f"archive it with `rubricflow artifacts archive {created.id}`)"
-            ) from error
 
     # --- rubrics -----------------------------------------------------------------------------
     async def register_rubric_files(

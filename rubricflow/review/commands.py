@@ -75,25 +75,46 @@ class ArtifactCommands:
         artifact_id: str | None = None,
     ) -> Artifact:
         """A new artifact in the lifecycle's initial state (`draft`), revision 1."""
-        check_json(content, "content")
-        check_json(dict(metadata or {}), "metadata")
         context = self._context
-        lifecycle = context.lifecycle
         artifact, event = await context.repository.create(
-            NewArtifact(
-                artifact_id=artifact_id or uuid.uuid4().hex,
-                type_name=type_name,
-                content=content,
-                actor=named(actor),
+            self.new_artifact(
+                type_name,
+                content,
+                actor=actor,
                 title=title,
-                metadata=dict(metadata or {}),
-                trigger=CREATE,
-                state=lifecycle.initial_state,
-                revision_state=lifecycle.new_revision_state,
+                metadata=metadata,
+                artifact_id=artifact_id,
             )
         )
         await context.notify(event)
         return artifact
+
+    def new_artifact(
+        self,
+        type_name: str,
+        content: Any,
+        *,
+        actor: str,
+        title: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        artifact_id: str | None = None,
+    ) -> NewArtifact:
+        """What `create` writes: the artifact (content and metadata checked as JSON) in
+        the lifecycle's states for a new one, with a new id unless one is given."""
+        check_json(content, "content")
+        check_json(dict(metadata or {}), "metadata")
+        lifecycle = self._context.lifecycle
+        return NewArtifact(
+            artifact_id=artifact_id or uuid.uuid4().hex,
+            type_name=type_name,
+            content=content,
+            actor=named(actor),
+            title=title,
+            metadata=dict(metadata or {}),
+            trigger=CREATE,
+            state=lifecycle.initial_state,
+            revision_state=lifecycle.new_revision_state,
+        )
 
     async def approve(
         self,

@@ -242,6 +242,24 @@ class ArtifactRegistry:
             artifact_id, actor=actor, defer=defer, expected_version=expected_version
         )
 
+    async def create_and_submit(
+        self,
+        type_name: str,
+        content: Any,
+        *,
+        actor: str,
+        title: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        artifact_id: str | None = None,
+        defer: bool = False,
+    ) -> ReviewOutcome:
+        """`create` and `submit_for_review` in one step, the two written in one
+        transaction: whatever the submit would refuse creates nothing."""
+        new = self.commands.new_artifact(
+            type_name, content, actor=actor, title=title, metadata=metadata, artifact_id=artifact_id
+        )
+        return await self.submitter.create_and_submit(new, defer=defer)
+
     async def claim(self, artifact_id: str, *, worker: str) -> Artifact:
         """Start the review of this queued artifact (or take over an expired lease)."""
         return await self.claims.claim(artifact_id, worker=worker)

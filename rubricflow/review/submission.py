@@ -11,12 +11,19 @@ written, evaluated, decided.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from jsonschema import FormatChecker, validators
 
-from rubricflow.errors import ArtifactConflictError, ContentValidationError, ReviewError
+from rubricflow.errors import (
+    ArtifactConflictError,
+    ContentValidationError,
+    NotFoundError,
+    ReviewError,
+    RubricflowError,
+)
 from rubricflow.review.claims import ReviewClaims
 from rubricflow.review.context import (
     INLINE_GRACE_SECONDS,
@@ -28,13 +35,20 @@ from rubricflow.review.context import (
 )
 from rubricflow.review.reviewing import (
     Evaluating,
+    Planned,
     Reviewer,
     ReviewOutcome,
     let_start,
     no_rubrics,
     stop_evaluating,
 )
-from rubricflow.store.artifacts import Artifact, ArtifactType
+from rubricflow.store.artifacts import (
+    Artifact,
+    ArtifactEvent,
+    ArtifactTransaction,
+    ArtifactType,
+    NewArtifact,
+)
 
 __all__ = ["ArtifactSubmitter", "check_content", "check_submittable"]
 
@@ -62,59 +76,146 @@ class ArtifactSubmitter:
         type binds no rubrics, or (`PreconditionFailedError`) when the artifact is not at
         `expected_version` as it is submitted.
         """
-        context = self._context
-        evaluating: Evaluating | None = None
+        submitted: _Submitted | None = None
         try:
-            async with context.repository.transaction() as tx:
+            async with self._context.repository.transaction() as tx:
                 artifact, artifact_type, last_seq, reviewed = await tx.get_for_submit(artifact_id)
                 check_version(artifact, expected_version)
                 check_content(artifact, artifact_type)
-                if not artifact_type.rubrics:
-                    raise no_rubrics(artifact_type, artifact_id)
-                inline = not defer and artifact_type.auto_review
-                if inline:
-                    plan = await self._reviewer.plan(tx, artifact, artifact_type, reviewed)
-                else:
-                    for binding in artifact_type.rubrics:
-                        await tx.rubric(binding)
-                # a review done here is not left for workers to snatch between the submit
-                # and the claim; should this process die in between, workers take it after
-                # the grace period
-                grace = timedelta(seconds=min(context.lease_seconds, INLINE_GRACE_SECONDS))
-                change = context.change(
-                    artifact,
-                    "submit",
-                    actor=named(actor),
-                    reason="submitted",
-                    queued_at=utcnow() + grace if inline else utcnow(),
+                submitted = await self._write_submit(
+                    tx, artifact, artifact_type, last_seq, reviewed, actor, defer, expected_version
                 )
-                with expect_version(artifact, expected_version):
-                    event, artifact = await tx.write_transition(artifact, change, seq=last_seq + 1)
-                if inline:
-                    # the check pool scores while the submission and the claim commit
-                    evaluating = self._reviewer.start_evaluating(artifact, artifact_type, plan)
-                    if evaluating is not None:
-                        await let_start(evaluating)
-            await context.notify(event)
-            if not inline:
-                return ReviewOutcome(artifact, queued=True, reason="queued for a worker")
-            worker = f"inline-{os.getpid()}"
-            try:
-                # the artifact as just written: its claim needs no second look
-                claimed, started = await self._claims.claim_submitted(
-                    artifact, worker=worker, seq=event.seq + 1
-                )
-            except ArtifactConflictError:
-                current = await context.repository.get(artifact.id)
-                return ReviewOutcome(
-                    current, queued=True, reason="another worker took the review over"
-                )
-            return await self._reviewer.finish_review(
-                claimed, prepared=(artifact_type, plan), seq=started.seq + 1, evaluating=evaluating
-            )
+            await self._context.notify(submitted.event)
+            return await self._review_submitted(submitted)
         finally:
-            if evaluating is not None:  # not used: the submission or the claim failed
-                await stop_evaluating(evaluating)
+            if submitted is not None:
+                await submitted.stop_unused()
+
+    async def create_and_submit(self, new: NewArtifact, *, defer: bool = False) -> ReviewOutcome:
+        """Create an artifact and submit it in one transaction: what the submit refuses
+        (unknown type, content against the type's schema, no rubrics, a bound rubric not
+        registered, an id already taken) creates nothing. The `create` and `submit`
+        events are recorded as two steps of the history, as when done apart; the review
+        then follows as `submit`'s does."""
+        submitted: _Submitted | None = None
+        try:
+            async with self._context.repository.transaction() as tx:
+                artifact_type = await tx.get_type(new.type_name)
+                check_submittable(artifact_type, new.content)
+                artifact, created = await tx.insert_new(new)
+                try:
+                    submitted = await self._write_submit(
+                        tx, artifact, artifact_type, created.seq, False, new.actor, defer, None
+                    )
+                except NotFoundError as error:  # a bound rubric is not registered
+                    raise NotFoundError(
+                        f"type {new.type_name!r} reviews with a rubric that is not registered: "
+                        f"{error}; register it (or bind another) and submit again (nothing "
+                        "was created)"
+                    ) from None
+            await self._context.notify(created)
+            await self._context.notify(submitted.event)
+            try:
+                return await self._review_submitted(submitted)
+            except RubricflowError as error:
+                name = submitted.artifact.id
+                raise ReviewError(
+                    f"{error}\n(artifact {name!r} was created and submitted, and waits for a "
+                    f"review: a worker takes it (`rubricflow worker`); `rubricflow artifacts "
+                    f"show {name}` shows where it is)"
+                ) from error
+        finally:
+            if submitted is not None:
+                await submitted.stop_unused()
+
+    async def _write_submit(
+        self,
+        tx: ArtifactTransaction,
+        artifact: Artifact,
+        artifact_type: ArtifactType,
+        last_seq: int,
+        reviewed: bool,
+        actor: str,
+        defer: bool,
+        expected_version: int | None,
+    ) -> _Submitted:
+        """Write the `submit` of `artifact` (its content checked already) in `tx`; an inline
+        review's evaluation starts here, so the check pool scores while `tx` and the
+        claim commit."""
+        context = self._context
+        if not artifact_type.rubrics:
+            raise no_rubrics(artifact_type, artifact.id)
+        inline = not defer and artifact_type.auto_review
+        plan: list[Planned] = []
+        if inline:
+            plan = await self._reviewer.plan(tx, artifact, artifact_type, reviewed)
+        else:
+            for binding in artifact_type.rubrics:
+                await tx.rubric(binding)
+        # a review done here is not left for workers to snatch between the submit and the
+        # claim; should this process die in between, workers take it after the grace period
+        grace = timedelta(seconds=min(context.lease_seconds, INLINE_GRACE_SECONDS))
+        change = context.change(
+            artifact,
+            "submit",
+            actor=named(actor),
+            reason="submitted",
+            queued_at=utcnow() + grace if inline else utcnow(),
+        )
+        with expect_version(artifact, expected_version):
+            event, artifact = await tx.write_transition(artifact, change, seq=last_seq + 1)
+        submitted = _Submitted(artifact, artifact_type, event, inline, plan)
+        if inline:
+            submitted.evaluating = self._reviewer.start_evaluating(artifact, artifact_type, plan)
+            if submitted.evaluating is not None:
+                try:
+                    await let_start(submitted.evaluating)
+                except BaseException:
+                    await submitted.stop_unused()
+                    raise
+        return submitted
+
+    async def _review_submitted(self, submitted: _Submitted) -> ReviewOutcome:
+        """After the submit committed: queued for a worker, or claimed and reviewed here."""
+        context = self._context
+        artifact, event = submitted.artifact, submitted.event
+        if not submitted.inline:
+            return ReviewOutcome(artifact, queued=True, reason="queued for a worker")
+        worker = f"inline-{os.getpid()}"
+        try:
+            # the artifact as just written: its claim needs no second look
+            claimed, started = await self._claims.claim_submitted(
+                artifact, worker=worker, seq=event.seq + 1
+            )
+        except ArtifactConflictError:
+            current = await context.repository.get(artifact.id)
+            return ReviewOutcome(current, queued=True, reason="another worker took the review over")
+        return await self._reviewer.finish_review(
+            claimed,
+            prepared=(submitted.artifact_type, submitted.plan),
+            seq=started.seq + 1,
+            evaluating=submitted.evaluating,
+        )
+
+
+@dataclass
+class _Submitted:
+    """A `submit` as written, with what its inline review needs."""
+
+    artifact: Artifact
+    artifact_type: ArtifactType
+    event: ArtifactEvent
+    inline: bool
+    plan: list[Planned]
+    #: the evaluation started early for the inline review
+    evaluating: Evaluating | None = None
+
+    async def stop_unused(self) -> None:
+        """Stop the early evaluation if the review did not use it (the submission or the
+        claim failed); `finish_review` stops it too, and twice is harmless."""
+        if self.evaluating is not None:
+            evaluating, self.evaluating = self.evaluating, None
+            await stop_evaluating(evaluating)
 
 
 def check_submittable(artifact_type: ArtifactType, content: Any) -> None:

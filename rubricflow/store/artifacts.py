@@ -129,6 +129,10 @@ _RETIRE_REVISION = _revisions.update().where(
     _revisions.c.revision == sa.bindparam("match_revision"),
 )
 _NOT_FOUND = "no artifact {!r}; `rubricflow artifacts list` shows them"
+_TAKEN = (
+    "an artifact {0!r} already exists; choose another id, or revise it (`rubricflow "
+    "artifacts revise {0} FILE --reason ...`)"
+)
 
 
 class ArtifactTransaction:
@@ -222,6 +226,14 @@ class ArtifactTransaction:
         return await self._evaluations.save_for_review(
             evaluation, artifact_id=artifact_id, revision=revision, connection=self._connection
         )
+
+    async def insert_new(self, new: NewArtifact) -> tuple[Artifact, ArtifactEvent]:
+        """`insert`, for a caller that read `new`'s type in this transaction: a constraint
+        that fails can then only be the id, already taken (`ReviewError`)."""
+        try:
+            return await self.insert(new)
+        except IntegrityError:
+            raise ReviewError(_TAKEN.format(new.artifact_id)) from None
 
     async def insert(self, new: NewArtifact) -> tuple[Artifact, ArtifactEvent]:
         """Insert a new artifact in `new.state`, revision 1 (in `new.revision_state`), and
@@ -504,10 +516,7 @@ class ArtifactRepository:
         except IntegrityError:
             # the type (a foreign key) is unknown, or the id is taken
             await self.get_type(new.type_name)
-            raise ReviewError(
-                f"an artifact {new.artifact_id!r} already exists; choose another id, or revise "
-                f"it (`rubricflow artifacts revise {new.artifact_id} FILE --reason ...`)"
-            ) from None
+            raise ReviewError(_TAKEN.format(new.artifact_id)) from None
 
     async def renew_lease(self, artifact: Artifact, expires_at: datetime) -> bool:
         """Extend the lease of a review still held as claimed (same version and owner);
