@@ -475,3 +475,54 @@ def test_a_process_that_used_the_pool_exits_without_noise() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "pass"
     assert done.stderr == ""
+
+
+def _exited(pid: int) -> bool:
+    """Gone, or a zombie waiting for whoever adopted it to reap it."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_pool_processes_exit_when_their_parent_is_killed() -> None:
+    """A parent killed with SIGKILL cannot stop its pool: each pool process notices its
+    job pipe hang up and exits, so none outlives it."""
+    import signal
+    import subprocess
+    import sys
+
+    script = (
+        "import asyncio, time\n"
+        "from rubricflow.engine import check_pool\n"
+        "from rubricflow.engine.executor import evaluate\n"
+        "from rubricflow.model import parse_rubric\n"
+        "rubric = parse_rubric({'id': 'r', 'name': 'R', 'version': '1.0.0', 'criteria': [\n"
+        "    {'id': 's', 'description': 'an object',\n"
+        "     'scoring': {'method': 'schema', 'schema': {'type': 'object'}}}]})\n"
+        "evaluation = asyncio.run(evaluate(rubric, {'content': {'a': 1}}))\n"
+        "pool = check_pool._pool\n"
+        "print(evaluation.verdict, *[p.popen.pid for p in [*pool._idle, *pool._busy]],"
+        " flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    env = {**os.environ, "RUBRICFLOW_CHECK_ISOLATION": "auto"}
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert parent.stdout is not None
+        verdict, *pids = parent.stdout.readline().split()
+        assert verdict == "pass"
+        assert pids and not any(_exited(int(pid)) for pid in pids)
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(30)
+        deadline = time.monotonic() + 20
+        while not all(_exited(int(pid)) for pid in pids):
+            assert time.monotonic() < deadline, f"pool processes {pids} outlived their parent"
+            time.sleep(0.05)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
