@@ -8,6 +8,7 @@ schema is behind is refused with the exact command that upgrades it.
 from __future__ import annotations
 
 import asyncio
+import collections
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -62,6 +63,81 @@ def _alembic_config() -> Config:
     return config
 
 
+class WriterQueue:
+    """The write transactions of one process on a SQLite file, in turn.
+
+    SQLite lets one connection write at a time. Without this queue, the tasks of one
+    process (a server's concurrent requests) that find the write lock taken wait in
+    SQLite's busy handler, which sleeps and polls (1, 2, 5, 10... ms) in aiosqlite's
+    thread: the lock is taken late, and each wait costs hand-offs to and from that
+    thread. Queued here, first come first served, the next writer starts the moment the
+    last one ends, inline. Other processes still meet at SQLite's own lock, which alone
+    decides who writes; a task that waits here longer than SQLite's busy timeout goes on
+    to it anyway, so none waits longer than it would have without the queue. A
+    `Database` used from another event loop starts a new queue; a task that holds the
+    turn already is not queued again."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._holder: asyncio.Task[Any] | None = None
+        self._waiters: collections.deque[tuple[asyncio.Future[bool], asyncio.Task[Any]]] = (
+            collections.deque()
+        )
+
+    @asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        if task is None:  # pragma: no cover - always inside a task
+            yield
+            return
+        if self._loop is not loop:
+            self._loop, self._holder, self._waiters = loop, None, collections.deque()
+        if self._holder is task:
+            yield
+            return
+        if self._holder is None:
+            self._holder = task
+        elif not await self._wait(loop, task):
+            yield  # waited past the busy timeout: SQLite's lock decides
+            return
+        try:
+            yield
+        finally:
+            self._hand_on()
+
+    async def _wait(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> bool:
+        """Wait to be handed the turn (True), or for the timeout (False)."""
+        waiter: asyncio.Future[bool] = loop.create_future()
+        self._waiters.append((waiter, task))
+
+        def expire() -> None:
+            if not waiter.done():
+                waiter.set_result(False)
+
+        timer = loop.call_later(self.timeout, expire)
+        try:
+            return await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled() and waiter.result():
+                self._hand_on()  # handed the turn as it was cancelled: pass it on
+            else:
+                waiter.cancel()
+            raise
+        finally:
+            timer.cancel()
+
+    def _hand_on(self) -> None:
+        while self._waiters:
+            waiter, task = self._waiters.popleft()
+            if not waiter.done():
+                self._holder = task
+                waiter.set_result(True)
+                return
+        self._holder = None
+
+
 class Database:
     """One database: an async engine plus the schema check. Use `await Database.open(url)`."""
 
@@ -75,6 +151,8 @@ class Database:
         # shares, so transactions must take turns (or one's rollback undoes another's work)
         self._turns = asyncio.Lock() if _in_memory(url) else None
         self._turn_holder: asyncio.Task[Any] | None = None
+        # this process's writers of a SQLite file queue here for the write lock
+        self._writers = WriterQueue(sqlite_store.SQLITE_BUSY_TIMEOUT_MS / 1000)
         #: (revision before, revision after) when `open` migrated the schema, else None
         self.migrated: tuple[str | None, str | None] | None = None
 
@@ -144,6 +222,7 @@ class Database:
     async def _begin(self) -> AsyncIterator[AsyncConnection]:
         if isinstance(self.engine, SQLiteEngine):
             async with (
+                self._writers.turn(),
                 self._translated(),
                 write_transaction(self.engine, self._operational) as connection,
             ):
