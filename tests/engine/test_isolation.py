@@ -451,6 +451,18 @@ def test_a_setting_that_is_not_usable_is_refused_naming_it(
         isolation_settings()
 
 
+# a script that evaluates a schema criterion (it runs in the check pool) in a fresh process
+_SCHEMA_EVALUATION = (
+    "import asyncio\n"
+    "from rubricflow.engine.executor import evaluate\n"
+    "from rubricflow.model import parse_rubric\n"
+    "rubric = parse_rubric({'id': 'r', 'name': 'R', 'version': '1.0.0', 'criteria': [\n"
+    "    {'id': 's', 'description': 'an object',\n"
+    "     'scoring': {'method': 'schema', 'schema': {'type': 'object'}}}]})\n"
+    "evaluation = asyncio.run(evaluate(rubric, {'content': {'a': 1}}))\n"
+)
+
+
 def test_a_process_that_used_the_pool_exits_without_noise() -> None:
     """The pool processes stop when their parent exits, quietly: no "Exception ignored"
     traceback from an event loop finalised after its pipes were gone (a user of any
@@ -458,16 +470,7 @@ def test_a_process_that_used_the_pool_exits_without_noise() -> None:
     import subprocess
     import sys
 
-    script = (
-        "import asyncio\n"
-        "from rubricflow.engine.executor import evaluate\n"
-        "from rubricflow.model import parse_rubric\n"
-        "rubric = parse_rubric({'id': 'r', 'name': 'R', 'version': '1.0.0', 'criteria': [\n"
-        "    {'id': 's', 'description': 'an object',\n"
-        "     'scoring': {'method': 'schema', 'schema': {'type': 'object'}}}]})\n"
-        "evaluation = asyncio.run(evaluate(rubric, {'content': {'a': 1}}))\n"
-        "print(evaluation.verdict)\n"
-    )
+    script = _SCHEMA_EVALUATION + "print(evaluation.verdict)\n"
     env = {**os.environ, "RUBRICFLOW_CHECK_ISOLATION": "auto"}
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
@@ -494,14 +497,8 @@ def test_pool_processes_exit_when_their_parent_is_killed() -> None:
     import sys
 
     script = (
-        "import asyncio, time\n"
+        _SCHEMA_EVALUATION + "import time\n"
         "from rubricflow.engine import check_pool\n"
-        "from rubricflow.engine.executor import evaluate\n"
-        "from rubricflow.model import parse_rubric\n"
-        "rubric = parse_rubric({'id': 'r', 'name': 'R', 'version': '1.0.0', 'criteria': [\n"
-        "    {'id': 's', 'description': 'an object',\n"
-        "     'scoring': {'method': 'schema', 'schema': {'type': 'object'}}}]})\n"
-        "evaluation = asyncio.run(evaluate(rubric, {'content': {'a': 1}}))\n"
         "pool = check_pool._pool\n"
         "print(evaluation.verdict, *[p.popen.pid for p in [*pool._idle, *pool._busy]],"
         " flush=True)\n"

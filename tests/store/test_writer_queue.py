@@ -8,6 +8,8 @@ still gets the clear "stayed locked" error it got before. Real SQLite files."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -32,6 +34,33 @@ async def _open(tmp_path: Path) -> Store:
     return store
 
 
+@contextlib.asynccontextmanager
+async def _lock_held(store: Store) -> AsyncIterator[None]:
+    """A task of this process holds the write lock (it wrote 0) until the block ends."""
+    holding = asyncio.Event()
+    let_go = asyncio.Event()
+
+    async def first() -> None:
+        async with store.database.transaction() as connection:
+            await connection.execute(_LOG.insert().values(n=0))
+            holding.set()
+            await let_go.wait()
+
+    holder = asyncio.create_task(first())
+    await holding.wait()
+    try:
+        yield
+    finally:
+        let_go.set()
+        await asyncio.wait_for(holder, 30)
+
+
+async def _write(store: Store, n: int) -> None:
+    async with store.database.transaction() as connection:
+        await connection.execute(_LOG.insert().values(n=n))
+        await asyncio.sleep(0)  # a write that yields, as a review's do
+
+
 async def _logged(store: Store) -> list[int]:
     async with store.database.read() as connection:
         rows = await connection.execute(sa.text("SELECT n FROM queue_log ORDER BY rowid"))
@@ -41,28 +70,12 @@ async def _logged(store: Store) -> list[int]:
 async def test_concurrent_writers_commit_in_the_order_they_asked(tmp_path: Path) -> None:
     store = await _open(tmp_path)
     try:
-        holding = asyncio.Event()
-        let_go = asyncio.Event()
-
-        async def first() -> None:
-            async with store.database.transaction() as connection:
-                await connection.execute(_LOG.insert().values(n=0))
-                holding.set()
-                await let_go.wait()  # holds the write lock while others line up
-
-        async def writer(n: int) -> None:
-            async with store.database.transaction() as connection:
-                await connection.execute(_LOG.insert().values(n=n))
-                await asyncio.sleep(0)  # a write that yields, as a review's do
-
-        holder = asyncio.create_task(first())
-        await holding.wait()
         writers = []
-        for n in range(1, 13):
-            writers.append(asyncio.create_task(writer(n)))
-            await asyncio.sleep(0.005)  # each asks after the one before
-        let_go.set()
-        await asyncio.wait_for(asyncio.gather(holder, *writers), 30)
+        async with _lock_held(store):
+            for n in range(1, 13):
+                writers.append(asyncio.create_task(_write(store, n)))
+                await asyncio.sleep(0.005)  # each asks after the one before
+        await asyncio.wait_for(asyncio.gather(*writers), 30)
         assert await _logged(store) == list(range(13))
     finally:
         await store.close()
@@ -71,32 +84,17 @@ async def test_concurrent_writers_commit_in_the_order_they_asked(tmp_path: Path)
 async def test_a_cancelled_writer_does_not_hold_up_the_ones_behind_it(tmp_path: Path) -> None:
     store = await _open(tmp_path)
     try:
-        holding = asyncio.Event()
-        let_go = asyncio.Event()
-
-        async def first() -> None:
-            async with store.database.transaction() as connection:
-                await connection.execute(_LOG.insert().values(n=0))
-                holding.set()
-                await let_go.wait()
-
-        async def writer(n: int) -> None:
-            async with store.database.transaction() as connection:
-                await connection.execute(_LOG.insert().values(n=n))
-
-        holder = asyncio.create_task(first())
-        await holding.wait()
-        gone = asyncio.create_task(writer(1))
-        await asyncio.sleep(0.01)
-        behind = asyncio.create_task(writer(2))
-        await asyncio.sleep(0.01)
-        gone.cancel()
-        let_go.set()
-        await asyncio.wait_for(asyncio.gather(holder, behind), 30)
+        async with _lock_held(store):
+            gone = asyncio.create_task(_write(store, 1))
+            await asyncio.sleep(0.01)
+            behind = asyncio.create_task(_write(store, 2))
+            await asyncio.sleep(0.01)
+            gone.cancel()
+        await asyncio.wait_for(behind, 30)
         assert gone.cancelled()
         assert await _logged(store) == [0, 2]
         # and the queue still works for the next writer
-        await asyncio.wait_for(writer(3), 30)
+        await asyncio.wait_for(_write(store, 3), 30)
         assert await _logged(store) == [0, 2, 3]
     finally:
         await store.close()
@@ -108,22 +106,9 @@ async def test_a_writer_held_up_past_the_busy_timeout_gets_the_locked_error(
     monkeypatch.setattr(sqlite_store, "SQLITE_BUSY_TIMEOUT_MS", 300)
     store = await _open(tmp_path)
     try:
-        holding = asyncio.Event()
-        let_go = asyncio.Event()
-
-        async def first() -> None:
-            async with store.database.transaction() as connection:
-                await connection.execute(_LOG.insert().values(n=0))
-                holding.set()
-                await let_go.wait()
-
-        holder = asyncio.create_task(first())
-        await holding.wait()
-        with pytest.raises(StoreError, match="stayed locked by another writer"):
-            async with store.database.transaction() as connection:
-                await connection.execute(_LOG.insert().values(n=1))
-        let_go.set()
-        await holder
+        async with _lock_held(store):
+            with pytest.raises(StoreError, match="stayed locked by another writer"):
+                await _write(store, 1)
         assert await _logged(store) == [0]
     finally:
         await store.close()
