@@ -64,29 +64,11 @@ class ArtifactCommands:
         await self._context.repository.put_type(artifact_type)
         return artifact_type
 
-    async def create(
-        self,
-        type_name: str,
-        content: Any,
-        *,
-        actor: str,
-        title: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        artifact_id: str | None = None,
-    ) -> Artifact:
-        """A new artifact in the lifecycle's initial state (`draft`), revision 1."""
-        context = self._context
-        artifact, event = await context.repository.create(
-            self.new_artifact(
-                type_name,
-                content,
-                actor=actor,
-                title=title,
-                metadata=metadata,
-                artifact_id=artifact_id,
-            )
-        )
-        await context.notify(event)
+    async def create(self, new: NewArtifact) -> Artifact:
+        """Write `new` (from `new_artifact`): an artifact in the lifecycle's initial state
+        (`draft`), revision 1."""
+        artifact, event = await self._context.repository.create(new)
+        await self._context.notify(event)
         return artifact
 
     def new_artifact(

@@ -160,7 +160,14 @@ class ArtifactRegistry:
     ) -> Artifact:
         """A new artifact in `draft`, revision 1."""
         return await self.commands.create(
-            type_name, content, actor=actor, title=title, metadata=metadata, artifact_id=artifact_id
+            self.commands.new_artifact(
+                type_name,
+                content,
+                actor=actor,
+                title=title,
+                metadata=metadata,
+                artifact_id=artifact_id,
+            )
         )
 
     async def get(self, artifact_id: str) -> Artifact:

@@ -11,7 +11,7 @@ import asyncio
 import collections
 import sqlite3
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -63,21 +63,26 @@ def _alembic_config() -> Config:
     return config
 
 
-class WriterQueue:
-    """The write transactions of one process on a SQLite file, in turn.
+class TurnQueue:
+    """Transactions of one process that must take turns, first come first served.
 
-    SQLite lets one connection write at a time. Without this queue, the tasks of one
-    process (a server's concurrent requests) that find the write lock taken wait in
-    SQLite's busy handler, which sleeps and polls (1, 2, 5, 10... ms) in aiosqlite's
-    thread: the lock is taken late, and each wait costs hand-offs to and from that
-    thread. Queued here, first come first served, the next writer starts the moment the
-    last one ends, inline. Other processes still meet at SQLite's own lock, which alone
-    decides who writes; a task that waits here longer than SQLite's busy timeout goes on
-    to it anyway, so none waits longer than it would have without the queue. A
-    `Database` used from another event loop starts a new queue; a task that holds the
+    Two uses (`Database`):
+
+    - a SQLite file's write transactions. SQLite lets one connection write at a time.
+      Without the queue, the tasks of one process (a server's concurrent requests) that
+      find the write lock taken wait in SQLite's busy handler, which sleeps and polls (1,
+      2, 5, 10... ms) in aiosqlite's thread: the lock is taken late, and each wait costs
+      hand-offs to and from that thread. Queued, the next writer starts the moment the
+      last one ends. Other processes still meet at SQLite's own lock, which alone decides
+      who writes; a task that waits here longer than SQLite's busy timeout (`timeout`)
+      goes on to it anyway, so none waits longer than it would have without the queue;
+    - every transaction and read of an in-memory SQLite database, which lives in one
+      connection they all share (`timeout=None`: they wait their turn, however long).
+
+    A `Database` used from another event loop starts a new queue; a task that holds the
     turn already is not queued again."""
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float | None) -> None:
         self.timeout = timeout
         self._loop: asyncio.AbstractEventLoop | None = None
         self._holder: asyncio.Task[Any] | None = None
@@ -100,7 +105,7 @@ class WriterQueue:
         if self._holder is None:
             self._holder = task
         elif not await self._wait(loop, task):
-            yield  # waited past the busy timeout: SQLite's lock decides
+            yield  # waited past the timeout: SQLite's lock decides
             return
         try:
             yield
@@ -116,7 +121,7 @@ class WriterQueue:
             if not waiter.done():
                 waiter.set_result(False)
 
-        timer = loop.call_later(self.timeout, expire)
+        timer = None if self.timeout is None else loop.call_later(self.timeout, expire)
         try:
             return await waiter
         except BaseException:
@@ -126,7 +131,8 @@ class WriterQueue:
                 waiter.cancel()
             raise
         finally:
-            timer.cancel()
+            if timer is not None:
+                timer.cancel()
 
     def _hand_on(self) -> None:
         while self._waiters:
@@ -149,10 +155,14 @@ class Database:
         self._reads = read_engine(engine)
         # an in-memory SQLite database lives in one connection that every transaction
         # shares, so transactions must take turns (or one's rollback undoes another's work)
-        self._turns = asyncio.Lock() if _in_memory(url) else None
-        self._turn_holder: asyncio.Task[Any] | None = None
+        in_memory = _in_memory(url)
+        self._turns = TurnQueue(None) if in_memory else None
         # this process's writers of a SQLite file queue here for the write lock
-        self._writers = WriterQueue(sqlite_store.SQLITE_BUSY_TIMEOUT_MS / 1000)
+        self._writers = (
+            TurnQueue(sqlite_store.SQLITE_BUSY_TIMEOUT_MS / 1000)
+            if engine.dialect.name == "sqlite" and not in_memory
+            else None
+        )
         #: (revision before, revision after) when `open` migrated the schema, else None
         self.migrated: tuple[str | None, str | None] | None = None
 
@@ -204,31 +214,22 @@ class Database:
         async with self._turn(), self._translated(), self._reads.connect() as connection:
             yield connection
 
-    @asynccontextmanager
-    async def _turn(self) -> AsyncIterator[None]:
+    def _turn(self) -> AbstractAsyncContextManager[None]:
         """Wait for this task's turn at an in-memory database (a no-op for any other)."""
-        task = asyncio.current_task()
-        if self._turns is None or self._turn_holder is task:
-            yield
-            return
-        async with self._turns:
-            self._turn_holder = task
-            try:
-                yield
-            finally:
-                self._turn_holder = None
+        return nullcontext() if self._turns is None else self._turns.turn()
 
     @asynccontextmanager
     async def _begin(self) -> AsyncIterator[AsyncConnection]:
+        writers = nullcontext() if self._writers is None else self._writers.turn()
         if isinstance(self.engine, SQLiteEngine):
             async with (
-                self._writers.turn(),
+                writers,
                 self._translated(),
                 write_transaction(self.engine, self._operational) as connection,
             ):
                 yield connection
             return
-        async with self._translated(), self.engine.begin() as connection:
+        async with writers, self._translated(), self.engine.begin() as connection:
             yield connection
 
     @asynccontextmanager

@@ -1,9 +1,10 @@
 """One process's write transactions on a SQLite file take turns in a queue
-(`rubricflow.store.database.WriterQueue`): first come, first served, each starting the
+(`rubricflow.store.database.TurnQueue`): first come, first served, each starting the
 moment the last one ends, instead of sleeping in SQLite's busy handler. What a user of a
 busy server sees: every concurrent write commits, in the order it asked; a cancelled
 writer does not stall the ones behind it; and a writer held up past SQLite's busy timeout
-still gets the clear "stayed locked" error it got before. Real SQLite files."""
+still gets the clear "stayed locked" error it got before. Real SQLite files, with the
+fast path on and off (CI runs the store suite both ways)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,6 @@ import sqlalchemy as sa
 from rubricflow.errors import StoreError
 from rubricflow.store import Store
 from rubricflow.store import sqlite as sqlite_store
-from rubricflow.store.sqlite import fast_path_enabled
-
-pytestmark = pytest.mark.skipif(
-    not fast_path_enabled(), reason="the queue is part of the SQLite fast path"
-)
 
 _LOG = sa.table("queue_log", sa.column("n", sa.Integer))
 
