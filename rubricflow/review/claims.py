@@ -57,15 +57,9 @@ class ReviewClaims:
         PostgreSQL, rows other workers hold are skipped)."""
         return await self._claim(worker, None)
 
-    async def claim_submitted(
-        self, artifact: Artifact, *, worker: str, seq: int
-    ) -> tuple[Artifact, ArtifactEvent]:
-        """Claim an artifact this process has just submitted, as written (no second look),
-        for its inline review; `seq` numbers the claim's event."""
-        return await self._context.commit(artifact, self._start(artifact, worker), seq=seq)
-
-    def _start(self, artifact: Artifact, worker: str) -> Change:
-        """`start_review` by `worker`, who holds the lease from now."""
+    def start(self, artifact: Artifact, *, worker: str) -> Change:
+        """`start_review` by `worker`, who holds the lease from now: a claim's change, also
+        written by an inline review in its submit's transaction."""
         return self._context.change(
             artifact,
             "start_review",
@@ -111,7 +105,9 @@ class ReviewClaims:
                 events.append(aborted)
             if "start_review" not in fired:
                 return None
-            started, claimed = await tx.write_transition(artifact, self._start(artifact, worker))
+            started, claimed = await tx.write_transition(
+                artifact, self.start(artifact, worker=worker)
+            )
             events.append(started)
         for event in events:
             await context.notify(event)

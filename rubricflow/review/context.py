@@ -31,7 +31,6 @@ from rubricflow.store.artifacts import (
 
 __all__ = [
     "DEFAULT_LEASE_SECONDS",
-    "INLINE_GRACE_SECONDS",
     "MAX_RETRY_DELAY_SECONDS",
     "RETRY_DELAY_SECONDS",
     "SYSTEM_ACTOR",
@@ -48,7 +47,6 @@ SYSTEM_ACTOR = "rubricflow"
 DEFAULT_LEASE_SECONDS = 300.0
 RETRY_DELAY_SECONDS = 30.0
 MAX_RETRY_DELAY_SECONDS = 3600.0
-INLINE_GRACE_SECONDS = 30.0
 
 
 def utcnow() -> datetime:

@@ -4,21 +4,20 @@ queued, and whether it is reviewed at once in this process.
 Refused before anything changes when the content breaks its type's JSON Schema, the type
 binds no rubrics, or a bound rubric is not registered; otherwise one transaction reads the
 artifact with its type and what is stored of its review, and writes the `submit`. Unless
-deferred (or the type has `auto_review: false`) the review follows inline: claimed as
-written, evaluated, decided.
+deferred (or the type has `auto_review: false`) the review follows inline: the same
+transaction writes its claim (`start_review` by `inline-PID`), so no worker can take the
+artifact between the two, then it is evaluated and decided.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from jsonschema import FormatChecker, validators
 
 from rubricflow.errors import (
-    ArtifactConflictError,
     ContentValidationError,
     NotFoundError,
     ReviewError,
@@ -26,7 +25,6 @@ from rubricflow.errors import (
 )
 from rubricflow.review.claims import ReviewClaims
 from rubricflow.review.context import (
-    INLINE_GRACE_SECONDS,
     ReviewContext,
     check_version,
     expect_version,
@@ -85,7 +83,7 @@ class ArtifactSubmitter:
                 submitted = await self._write_submit(
                     tx, artifact, artifact_type, last_seq, reviewed, actor, defer, expected_version
                 )
-            await self._context.notify(submitted.event)
+            await self._notify(submitted)
             return await self._review_submitted(submitted)
         finally:
             if submitted is not None:
@@ -114,7 +112,7 @@ class ArtifactSubmitter:
                         "was created)"
                     ) from None
             await self._context.notify(created)
-            await self._context.notify(submitted.event)
+            await self._notify(submitted)
             try:
                 return await self._review_submitted(submitted)
             except RubricflowError as error:
@@ -139,9 +137,9 @@ class ArtifactSubmitter:
         defer: bool,
         expected_version: int | None,
     ) -> _Submitted:
-        """Write the `submit` of `artifact` (its content checked already) in `tx`; an inline
-        review's evaluation starts here, so the check pool scores while `tx` and the
-        claim commit."""
+        """Write the `submit` of `artifact` (its content checked already) in `tx`, and an
+        inline review's claim after it. The review's evaluation starts between the two,
+        so the check pool scores while `tx` writes the claim and commits."""
         context = self._context
         if not artifact_type.rubrics:
             raise no_rubrics(artifact_type, artifact.id)
@@ -152,48 +150,44 @@ class ArtifactSubmitter:
         else:
             for binding in artifact_type.rubrics:
                 await tx.rubric(binding)
-        # a review done here is not left for workers to snatch between the submit and the
-        # claim; should this process die in between, workers take it after the grace period
-        grace = timedelta(seconds=min(context.lease_seconds, INLINE_GRACE_SECONDS))
         change = context.change(
-            artifact,
-            "submit",
-            actor=named(actor),
-            reason="submitted",
-            queued_at=utcnow() + grace if inline else utcnow(),
+            artifact, "submit", actor=named(actor), reason="submitted", queued_at=utcnow()
         )
         with expect_version(artifact, expected_version):
             event, artifact = await tx.write_transition(artifact, change, seq=last_seq + 1)
         submitted = _Submitted(artifact, artifact_type, event, inline, plan)
-        if inline:
-            submitted.evaluating = self._reviewer.start_evaluating(artifact, artifact_type, plan)
+        if not inline:
+            return submitted
+        submitted.evaluating = self._reviewer.start_evaluating(artifact, artifact_type, plan)
+        try:
             if submitted.evaluating is not None:
-                try:
-                    await let_start(submitted.evaluating)
-                except BaseException:
-                    await submitted.stop_unused()
-                    raise
+                await let_start(submitted.evaluating)
+            # claimed in the submit's own transaction: no worker can take the review in
+            # between; should this process die, the lease runs out and a worker takes it
+            start = self._claims.start(artifact, worker=f"inline-{os.getpid()}")
+            submitted.claim, submitted.artifact = await tx.write_transition(
+                artifact, start, seq=event.seq + 1
+            )
+        except BaseException:
+            await submitted.stop_unused()
+            raise
         return submitted
 
+    async def _notify(self, submitted: _Submitted) -> None:
+        """Tell the listeners of the committed `submit`, and of the inline claim."""
+        await self._context.notify(submitted.event)
+        if submitted.claim is not None:
+            await self._context.notify(submitted.claim)
+
     async def _review_submitted(self, submitted: _Submitted) -> ReviewOutcome:
-        """After the submit committed: queued for a worker, or claimed and reviewed here."""
-        context = self._context
-        artifact, event = submitted.artifact, submitted.event
-        if not submitted.inline:
-            return ReviewOutcome(artifact, queued=True, reason="queued for a worker")
-        worker = f"inline-{os.getpid()}"
-        try:
-            # the artifact as just written: its claim needs no second look
-            claimed, started = await self._claims.claim_submitted(
-                artifact, worker=worker, seq=event.seq + 1
-            )
-        except ArtifactConflictError:
-            current = await context.repository.get(artifact.id)
-            return ReviewOutcome(current, queued=True, reason="another worker took the review over")
+        """After the submit (and an inline review's claim) committed: queued for a worker,
+        or reviewed here."""
+        if submitted.claim is None:
+            return ReviewOutcome(submitted.artifact, queued=True, reason="queued for a worker")
         return await self._reviewer.finish_review(
-            claimed,
+            submitted.artifact,
             prepared=(submitted.artifact_type, submitted.plan),
-            seq=started.seq + 1,
+            seq=submitted.claim.seq + 1,
             evaluating=submitted.evaluating,
         )
 
@@ -202,17 +196,20 @@ class ArtifactSubmitter:
 class _Submitted:
     """A `submit` as written, with what its inline review needs."""
 
+    #: the artifact as written: claimed, when reviewed inline
     artifact: Artifact
     artifact_type: ArtifactType
     event: ArtifactEvent
     inline: bool
     plan: list[Planned]
+    #: the inline review's `start_review`, written with the submit
+    claim: ArtifactEvent | None = None
     #: the evaluation started early for the inline review
     evaluating: Evaluating | None = None
 
     async def stop_unused(self) -> None:
-        """Stop the early evaluation if the review did not use it (the submission or the
-        claim failed); `finish_review` stops it too, and twice is harmless."""
+        """Stop the early evaluation if the review did not use it (the submission did not
+        commit); `finish_review` stops it too, and twice is harmless."""
         if self.evaluating is not None:
             evaluating, self.evaluating = self.evaluating, None
             await stop_evaluating(evaluating)

@@ -1,22 +1,27 @@
 """An inline review whose rubric has criteria in the check process pool begins its
 evaluation as soon as the submission is written, so the pool scores while this process
-commits the submission and the claim (issue 16: the gate with the pool on). What a user
-sees: the evaluation is stamped between the `submit` and the `start_review` events (with
-isolation off it follows the claim, as before), the outcome and the history are those of
-any review, and a claim lost to another worker stops the early evaluation: nothing is
-stored, no pool job is left running, and the next review works. SQLite and PostgreSQL."""
+writes the claim and commits both (issue 16: the gate with the pool on). The claim is
+written in the submit's own transaction, so no worker can take the review in between.
+What a user sees: the evaluation is stamped between the `submit` and the `start_review`
+events (with isolation off it follows the claim, as before), the outcome and the history
+are those of any review, a worker that hears the submit finds the review taken, and a
+submission that fails after the evaluation began writes nothing and leaves no pool job
+running. SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 from datetime import datetime
 from typing import Any
 
 import pytest
 
+from rubricflow.errors import IllegalTransitionError, StoreError
 from rubricflow.hookspecs import hookimpl
 from rubricflow.model import parse_rubric
 from rubricflow.review import ArtifactRegistry
+from rubricflow.review.claims import ReviewClaims
 from rubricflow.store import Store
 
 from .conftest import assert_replays, check, define
@@ -81,18 +86,20 @@ async def test_the_pool_scores_while_the_claim_is_written(
 
 
 class Rival:
-    """Another worker that claims every artifact the moment its submission is announced,
-    before the inline review's own claim."""
+    """Another worker that tries to claim every artifact the moment its submission is
+    announced."""
 
     def __init__(self) -> None:
         self.registry: ArtifactRegistry | None = None
-        self.claimed: list[str] = []
+        self.refused: list[str] = []
 
     @hookimpl
     async def rubricflow_artifact_transition(self, event: dict[str, Any]) -> None:
         if event.get("trigger") == "submit" and self.registry is not None:
-            claimed = await self.registry.claim(event["artifact_id"], worker="rival")
-            self.claimed.append(claimed.id)
+            try:
+                await self.registry.claim(event["artifact_id"], worker="rival")
+            except IllegalTransitionError as error:
+                self.refused.append(str(error))
 
 
 def early_evaluations() -> list[asyncio.Task[Any]]:
@@ -103,7 +110,7 @@ def early_evaluations() -> list[asyncio.Task[Any]]:
     ]
 
 
-async def test_a_lost_claim_stops_the_early_evaluation(
+async def test_a_worker_that_hears_the_submit_finds_the_review_taken(
     store: Store, registry: ArtifactRegistry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RUBRICFLOW_CHECK_ISOLATION", "auto")
@@ -115,15 +122,44 @@ async def test_a_lost_claim_stops_the_early_evaluation(
 
     outcome = await registry.submit_for_review(artifact.id, actor="bot")
 
-    assert outcome.queued and outcome.reason == "another worker took the review over"
-    assert rival.claimed == [artifact.id]
-    current = await registry.get(artifact.id)
-    assert (current.status, current.lease_owner) == ("in_review", "rival")
-    assert await registry.evaluations(artifact.id) == []  # the early one was not stored
-    assert early_evaluations() == []  # stopped, not left running in the pool
+    assert outcome.artifact.status == "approved" and not outcome.queued
+    assert len(rival.refused) == 1 and "is in_review" in rival.refused[0]
+    events = await registry.history(artifact.id)
+    assert [(e.trigger, e.actor) for e in events[1:]] == [
+        ("submit", "bot"),
+        ("start_review", f"inline-{os.getpid()}"),
+        ("approve", "rubricflow"),
+    ]
+    assert [e.id for e in await registry.evaluations(artifact.id)] == [outcome.evaluations[0].id]
+    assert early_evaluations() == []
 
-    # the pool is still good: the rival finishes its review with it
-    rival.registry = None
-    finished = await registry.finish_review(current)
+
+async def test_a_submission_that_fails_after_its_evaluation_began_writes_nothing(
+    registry: ArtifactRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RUBRICFLOW_CHECK_ISOLATION", "auto")
+    await define(registry, "doc", pooled_rubric())
+    artifact = await registry.create("doc", {"title": "ok"}, actor="bot")
+    began: list[str] = []
+    start = ReviewClaims.start
+
+    def failing_claim(self: ReviewClaims, claimed: Any, *, worker: str) -> Any:
+        # the store refusing the claim's write (a disk error, a dropped connection)
+        began.extend(task.get_name() for task in early_evaluations())
+        raise StoreError("the claim could not be written (simulated store failure)")
+
+    monkeypatch.setattr(ReviewClaims, "start", failing_claim)
+    with pytest.raises(StoreError, match="simulated"):
+        await registry.submit_for_review(artifact.id, actor="bot")
+
+    assert began  # the evaluation had begun in the pool when the claim failed
+    assert early_evaluations() == []  # stopped, not left running in the pool
+    current = await registry.get(artifact.id)
+    assert (current.status, current.version) == ("draft", artifact.version)
+    assert [e.trigger for e in await registry.history(artifact.id)] == ["create"]
+    assert await registry.evaluations(artifact.id) == []
+
+    # the pool and the store are still good: the next submission is reviewed
+    monkeypatch.setattr(ReviewClaims, "start", start)
+    finished = await registry.submit_for_review(artifact.id, actor="bot")
     assert finished.artifact.status == "approved"
-    assert [e.id for e in await registry.evaluations(artifact.id)] == [finished.evaluations[0].id]

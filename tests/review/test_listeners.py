@@ -70,7 +70,8 @@ async def test_sync_and_async_listeners_hear_every_transition_in_commit_order(
 async def test_a_listener_is_called_only_after_the_transition_committed(
     store: Store, db_url: str
 ) -> None:
-    """Each listener call can already see the new state from another connection."""
+    """Each listener call can already see the new state from another connection. An
+    inline review's claim commits with its submit, so the submit's listeners see both."""
     observer = await Store.open(db_url)
     seen: list[tuple[str, str, int]] = []
 
@@ -96,7 +97,7 @@ async def test_a_listener_is_called_only_after_the_transition_committed(
         await observer.close()
     assert seen == [
         ("create", "draft", 0),
-        ("submit", "pending_review", 0),
+        ("submit", "in_review", 1),
         ("start_review", "in_review", 0),
         ("approve", "approved", 0),
     ]
