@@ -2,9 +2,9 @@
 
 2,000 artifacts, a rubric of five deterministic criteria and one JSON Schema criterion
 (`benchmarks/gate_checks.py`, in dataknobs' rubric format), the full lifecycle for each:
-rubricflow's `ArtifactRegistry.create` + `submit_for_review` (submit, claim, evaluate,
-store the evaluation, transition, every step in its own committed transaction) on a
-SQLite *file*, against dataknobs-bots 0.6.9's `ArtifactRegistry.create` +
+rubricflow's `ArtifactRegistry.create` + `submit_for_review` (create; submit and claim;
+evaluate; store the evaluation and decide: three committed transactions) on a SQLite
+*file*, against dataknobs-bots 0.6.9's `ArtifactRegistry.create` +
 `submit_for_review` on its in-memory database (`AsyncMemoryDatabase`), in its own venv.
 
 Both sides review the same artifacts one after another, in rounds that alternate

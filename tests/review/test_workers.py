@@ -231,6 +231,72 @@ async def test_a_worker_killed_mid_review_is_taken_over_after_its_lease(
         await store.close()
 
 
+async def test_a_submitter_killed_mid_review_is_taken_over_after_its_lease(
+    db_url: str, tmp_path: Path
+) -> None:
+    """The submitting process reviews inline and is killed inside the slow check. Its
+    submit and claim were committed together, so the review is held under its lease
+    (`inline-PID`), never queued unclaimed; once the lease runs out a worker finishes it."""
+    lease = 3.0
+    store = await Store.open(db_url)
+    try:
+        checks = ReviewChecks(slow_factor=0.0)  # the rescuer's slow check is instant
+        registry = ArtifactRegistry(
+            store,
+            plugins=create_plugin_manager(plugins=[checks], load_entry_points=False),
+            lease_seconds=lease,
+        )
+        await store.rubrics.register(make_rubric("slow", check("s", "slow_non_empty", seconds=60)))
+        await define(registry, "doc", "slow")
+        artifact = await registry.create("doc", PASS, actor="bot")
+
+        markers = tmp_path / "markers"
+        markers.mkdir()
+        doomed = spawn_worker(
+            db_url,
+            "submitter",
+            "--submit",
+            artifact.id,
+            "--lease",
+            str(lease),
+            "--marker",
+            str(markers),
+        )
+        try:
+
+            async def evaluating() -> bool:
+                return (markers / f"{artifact.id}.started").exists()
+
+            await wait_for(evaluating, 30, "the submitter to be mid-review")
+        finally:
+            doomed.send_signal(signal.SIGKILL)
+            doomed.communicate(timeout=10)
+        assert doomed.returncode == -signal.SIGKILL
+
+        stranded = await registry.get(artifact.id)
+        owner = f"inline-{doomed.pid}"
+        assert (stranded.status, stranded.lease_owner) == ("in_review", owner)
+        assert stranded.lease_expires_at is not None
+        wait = (stranded.lease_expires_at.timestamp() - time.time()) + 0.1
+        await asyncio.sleep(max(wait, 0))
+        stats = await Worker(registry, name="rescuer", poll_interval=0.05).run(once=True)
+        assert stats.reviewed == 1
+
+        events = await registry.history(artifact.id)
+        assert [(e.trigger, e.actor) for e in events] == [
+            ("create", "bot"),
+            ("submit", "submitter"),
+            ("start_review", owner),
+            ("abort_review", "rubricflow"),
+            ("start_review", "rescuer/0"),
+            ("approve", "rubricflow"),
+        ]
+        assert f"lease of {owner} expired" in (events[3].reason or "")
+        assert_replays(events, status="approved", revision=1)
+    finally:
+        await store.close()
+
+
 async def test_sigterm_lets_the_review_in_flight_finish(sqlite_url: str, tmp_path: Path) -> None:
     store = await Store.open(sqlite_url)
     try:

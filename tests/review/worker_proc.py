@@ -2,11 +2,13 @@
 
     python worker_proc.py --db URL [--once] [--concurrency N] [--lease S] [--poll S]
         [--name NAME] [--barrier DIR --parties N] [--marker DIR] [--slow-factor F]
-        [--grace S] [--max-failures N] [--retry-delay S]
+        [--grace S] [--max-failures N] [--retry-delay S] [--submit ARTIFACT_ID]
 
 It registers the tests' check plugin (`review.checks_plugin.ReviewChecks`, so rubrics can
 use `score_field` and the slow check), waits at the barrier until every party is ready,
 runs a `Worker` (SIGTERM lets in-flight reviews finish) and prints its stats as JSON.
+With `--submit` it is a submitter instead: it submits that artifact and reviews it inline,
+and prints where the review left it.
 """
 
 from __future__ import annotations
@@ -58,6 +60,9 @@ async def main(options: argparse.Namespace) -> dict[str, object]:
             grace_seconds=options.grace,
             max_failures=options.max_failures,
         )
+        if options.submit:
+            outcome = await registry.submit_for_review(options.submit, actor="submitter")
+            return {"status": outcome.artifact.status}
         worker.install_signal_handlers()
         if options.barrier:
             wait_at_barrier(Path(options.barrier), options.name, options.parties)
@@ -92,6 +97,7 @@ if __name__ == "__main__":
     parser.add_argument("--max-failures", type=int, default=None)
     # the wait before a failed review is tried again (doubling with each failure)
     parser.add_argument("--retry-delay", type=float, default=30.0)
+    parser.add_argument("--submit")
     arguments = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     print(json.dumps(asyncio.run(main(arguments))), flush=True)
