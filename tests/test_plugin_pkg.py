@@ -1,4 +1,4 @@
-"""A real third-party plugin distribution (tests/plugin_pkg), pip-installed into the running
+"""A real third-party plugin distribution (tests/plugin_pkg), pip-installed for the running
 interpreter and found through the `rubricflow` entry-point group."""
 
 from __future__ import annotations
@@ -55,22 +55,30 @@ def _forget_plugin_module() -> None:
 
 @pytest.fixture(scope="module")
 def installed_plugin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The plugin pip-installed into a folder of its own that this interpreter (and, through
+    PYTHONPATH, every process it starts) imports from: installed as any distribution is and
+    found through its entry point, but unseen by the test processes running beside this
+    one, which share the virtualenv."""
     # build from a copy, so the build leaves no egg-info or build/ in the repository
     source = tmp_path_factory.mktemp("plugin_src") / "plugin_pkg"
     shutil.copytree(PLUGIN_SOURCE, source)
-    base = ["install", "--no-deps", "--disable-pip-version-check"]
+    site = tmp_path_factory.mktemp("plugin_site")
+    base = ["install", "--no-deps", "--disable-pip-version-check", "--target", str(site)]
     done = None
     if _can_build_without_isolation():
         done = _pip(*base, "--no-build-isolation", str(source))
     if done is None or done.returncode != 0:
         done = _pip(*base, str(source))
     assert done.returncode == 0, f"pip install failed:\n{done.stdout}\n{done.stderr}"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(site))  # also invalidates the import caches
+        inherited = os.environ.get("PYTHONPATH")
+        patch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), inherited])))
+        try:
+            yield source
+        finally:
+            _forget_plugin_module()
     importlib.invalidate_caches()
-    try:
-        yield source
-    finally:
-        _pip("uninstall", "-y", DISTRIBUTION)
-        _forget_plugin_module()
 
 
 @pytest.fixture

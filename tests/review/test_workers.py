@@ -154,6 +154,17 @@ async def test_a_worker_survives_a_human_deciding_during_its_review(
 # ------------------------------------------------------------------- crash recovery
 
 
+def rescuer_registry(store: Store, lease: float) -> ArtifactRegistry:
+    """The registry of the process that takes a killed review over: its slow check is
+    instant, and its claims hold `lease` seconds."""
+    checks = ReviewChecks(slow_factor=0.0)
+    return ArtifactRegistry(
+        store,
+        plugins=create_plugin_manager(plugins=[checks], load_entry_points=False),
+        lease_seconds=lease,
+    )
+
+
 async def test_a_worker_killed_mid_review_is_taken_over_after_its_lease(
     db_url: str, tmp_path: Path
 ) -> None:
@@ -163,12 +174,7 @@ async def test_a_worker_killed_mid_review_is_taken_over_after_its_lease(
     lease = 3.0
     store = await Store.open(db_url)
     try:
-        checks = ReviewChecks(slow_factor=0.0)  # the rescuer's slow check is instant
-        registry = ArtifactRegistry(
-            store,
-            plugins=create_plugin_manager(plugins=[checks], load_entry_points=False),
-            lease_seconds=lease,
-        )
+        registry = rescuer_registry(store, lease)
         await store.rubrics.register(make_rubric("quick", check("q", "non_empty")))
         await store.rubrics.register(make_rubric("slow", check("s", "slow_non_empty", seconds=60)))
         await define(registry, "doc", "quick", "slow")
@@ -240,12 +246,7 @@ async def test_a_submitter_killed_mid_review_is_taken_over_after_its_lease(
     lease = 3.0
     store = await Store.open(db_url)
     try:
-        checks = ReviewChecks(slow_factor=0.0)  # the rescuer's slow check is instant
-        registry = ArtifactRegistry(
-            store,
-            plugins=create_plugin_manager(plugins=[checks], load_entry_points=False),
-            lease_seconds=lease,
-        )
+        registry = rescuer_registry(store, lease)
         await store.rubrics.register(make_rubric("slow", check("s", "slow_non_empty", seconds=60)))
         await define(registry, "doc", "slow")
         artifact = await registry.create("doc", PASS, actor="bot")
