@@ -171,3 +171,24 @@ def test_the_reward_workloads_report_their_figures(tmp_path: Path) -> None:
     own = results["rewards-per-prompt"]
     assert own["rubrics_parsed"] == own["completions"] and own["all_rewarded"] is True
     assert own["per-prompt / shared (bar <= 1.1)"] > 0
+
+
+def test_the_http_workloads_serve_real_requests_and_report_their_figures(
+    tmp_path: Path,
+) -> None:
+    """The front door's workloads at quick sizes: a real `rubricflow serve` each, driven
+    over HTTP, with every decision reaching its client, receiver or stream."""
+    results = _bench(tmp_path, "http-gate", "http-webhooks", "live", "--quick")
+    gate = results["http-gate"]
+    assert gate["artifacts"] == 100 and gate["same_decisions"] is True
+    assert 0 < gate["approved"] < gate["artifacts"]  # both outcomes, decided alike
+    assert gate["http_per_s"] > 0 and gate["in_process_per_s"] > 0
+    webhooks = results["http-webhooks"]
+    assert webhooks["deliveries_received"] == webhooks["decisions"] > 0
+    assert webhooks["missed_deliveries (bar 0)"] == 0
+    assert 0 < webhooks["webhook_p50_ms"] <= webhooks["webhook_p99_ms"]
+    live = results["live"]
+    assert live["missed_events (bar 0)"] == 0 and live["streams"] > 0
+    assert 0 < live["sse_p50_ms"] <= live["sse_p99_ms"]
+    shown = {(row["workload"], row["issue_item"]) for row in results["bars"]}
+    assert {("http-gate", "17.p1"), ("http-webhooks", "17.p3")} <= shown
