@@ -1,7 +1,8 @@
 """Worker claims: who reviews which artifact, and for how long.
 
-A claim is one transaction: a conditional write on the artifact's `version`, so of
-several workers racing for one artifact one wins (PostgreSQL also skips rows other workers
+A worker's claim is one transaction (an inline review's is written in its submit's): a
+conditional write on the artifact's `version`, so of several workers racing for one
+artifact one wins (PostgreSQL also skips rows other workers
 hold, `FOR UPDATE SKIP LOCKED`). It sets a lease, which the reviewer renews while it
 works (`keep_lease`); a review whose lease expired is taken over by the next claim. What
 a claim fires is the lifecycle's answer (`Lifecycle.claim_triggers`).

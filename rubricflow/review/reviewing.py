@@ -269,7 +269,8 @@ class Reviewer:
         writes), instead of this process waiting on the pool afterwards. None when nothing
         would overlap (every check runs in this process, or every evaluation is reused).
         The caller gives the task its first turns (`let_start`) and hands it to
-        `finish_review`, or stops it (`stop_evaluating`) when the claim fails."""
+        `finish_review`, or stops it (`stop_evaluating`) when the submission does not
+        commit."""
         allow_import = bool(self.evaluate_options.get("allow_import", False))
         plugins = self._context.plugins
         if not any(
@@ -430,8 +431,8 @@ async def let_start(evaluating: Evaluating) -> None:
 
 
 async def stop_evaluating(evaluating: Evaluating) -> None:
-    """Stop an early evaluation whose review will not use it (its claim failed, the
-    review stopped): cancelled, and waited for, so no pool job is left behind."""
+    """Stop an early evaluation whose review will not use it (its submission did not
+    commit, the review stopped): cancelled, and waited for, so no pool job is left behind."""
     if not evaluating.done():
         evaluating.cancel()
     with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -150,7 +150,7 @@ class ArtifactTransaction:
         self._rubrics = rubrics
         self._evaluations = evaluations
 
-    # a class, not an @asynccontextmanager: this runs four times per reviewed artifact
+    # a class, not an @asynccontextmanager: this runs three times per reviewed artifact
     async def __aenter__(self) -> ArtifactTransaction:
         self._connection = await self._opening.__aenter__()
         return self

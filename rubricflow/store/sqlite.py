@@ -6,7 +6,7 @@ another process, a write transaction begun and ended without SQLAlchemy's greenl
 hand-offs (`write_transaction`), repeated plain writes run directly on `sqlite3`
 (`rubricflow.store.direct`) and WAL checkpoints made in a thread of their own
 (`rubricflow.store.checkpoint`). Each hand-off cost more than SQLite running the
-statement; a review commits four transactions.
+statement; a reviewed artifact commits three transactions.
 
 All of that leans on private parts of SQLAlchemy's aiosqlite adapter and of aiosqlite,
 so both are pinned to the minor versions it is tested with, and
