@@ -2,10 +2,10 @@
 
 A worker's claim is one transaction (an inline review's is written in its submit's): a
 conditional write on the artifact's `version`, so of several workers racing for one
-artifact one wins (PostgreSQL also skips rows other workers
-hold, `FOR UPDATE SKIP LOCKED`). It sets a lease, which the reviewer renews while it
-works (`keep_lease`); a review whose lease expired is taken over by the next claim. What
-a claim fires is the lifecycle's answer (`Lifecycle.claim_triggers`).
+artifact one wins (PostgreSQL also skips rows other workers hold, `FOR UPDATE SKIP
+LOCKED`). It sets a lease, which the reviewer renews while it works (`keep_lease`); a
+review whose lease expired is taken over by the next claim. What a claim fires is the
+lifecycle's answer (`Lifecycle.claim_triggers`).
 """
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ class ArtifactSubmitter:
         )
         with expect_version(artifact, expected_version):
             event, artifact = await tx.write_transition(artifact, change, seq=last_seq + 1)
-        submitted = _Submitted(artifact, artifact_type, event, inline, plan)
+        submitted = _Submitted(artifact, artifact_type, event, plan)
         if not inline:
             return submitted
         submitted.evaluating = self._reviewer.start_evaluating(artifact, artifact_type, plan)
@@ -200,9 +200,8 @@ class _Submitted:
     artifact: Artifact
     artifact_type: ArtifactType
     event: ArtifactEvent
-    inline: bool
     plan: list[Planned]
-    #: the inline review's `start_review`, written with the submit
+    #: the inline review's `start_review`, written with the submit (None: queued only)
     claim: ArtifactEvent | None = None
     #: the evaluation started early for the inline review
     evaluating: Evaluating | None = None
