@@ -26,8 +26,8 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from rubricflow.errors import ConfigurationError, SchemaOutdatedError, StoreError
-from rubricflow.store import sqlite as sqlite_store
-from rubricflow.store.sqlite import (
+from rubricflow.store import _sqlite_fastpath as sqlite_store
+from rubricflow.store._sqlite_fastpath import (
     SQLITE_BUSY_TIMEOUT_MS,
     FastPathStats,
     SQLiteEngine,

@@ -34,7 +34,7 @@ _criteria = CriterionResultRow.__table__  # type: ignore[attr-defined]
 _calls = LLMCallRow.__table__  # type: ignore[attr-defined]
 _artifacts = ArtifactRow.__table__  # type: ignore[attr-defined]
 # built once: the same statement object is what lets a SQLite store run it directly
-# (`rubricflow.store.direct`)
+# (`rubricflow.store._sqlite_direct`)
 _INSERT_EVALUATION = _evaluations.insert()
 _INSERT_CRITERIA = _criteria.insert()
 _INSERT_CALLS = _calls.insert()

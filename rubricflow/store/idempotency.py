@@ -32,7 +32,7 @@ __all__ = ["FinishedKey", "IdempotencyStore", "KeyClaim", "KeyRequest", "StoredR
 _keys = IdempotencyKeyRow.__table__  # type: ignore[attr-defined]
 #: how often (seconds) a process deletes expired keys, as it records a new one
 PURGE_EVERY_SECONDS = 600.0
-# one statement object, built once: SQLite runs it on its direct path (store/direct.py)
+# one statement object, built once: SQLite runs it on its direct path (store/_sqlite_direct.py)
 # instead of compiling it for every request
 _FINISH = (
     _keys.update()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from rubricflow.store.checkpoint import COMMITS_PER_CHECKPOINT
+from rubricflow.store._sqlite_checkpoint import COMMITS_PER_CHECKPOINT
 from rubricflow.store.database import Database
 
 _meta = sa.MetaData()

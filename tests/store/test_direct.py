@@ -1,4 +1,4 @@
-"""Writes a SQLite store runs directly on sqlite3 (`rubricflow.store.direct`) store
+"""Writes a SQLite store runs directly on sqlite3 (`rubricflow.store._sqlite_direct`) store
 exactly what SQLAlchemy's own path stores, fail with SQLAlchemy's errors, and leave to
 SQLAlchemy every statement they cannot run as SQLAlchemy would."""
 

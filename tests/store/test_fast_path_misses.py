@@ -1,5 +1,5 @@
 """Every repository write of a steady workload runs on the SQLite fast path's direct
-`sqlite3` path (`rubricflow.store.direct`), never on SQLAlchemy's slow path.
+`sqlite3` path (`rubricflow.store._sqlite_direct`), never on SQLAlchemy's slow path.
 
 The direct path leans on SQLAlchemy's compiler internals; a new SQLAlchemy (or a
 repository statement rebuilt per call) can quietly send writes back to SQLAlchemy's
@@ -26,7 +26,7 @@ from rubricflow.model import parse_rubric
 from rubricflow.plugins import create_plugin_manager
 from rubricflow.runs import RunInfo
 from rubricflow.store import Store, StoredEvaluation
-from rubricflow.store.direct import FIRST_USE, NO_MAPPING, FastPathStats
+from rubricflow.store._sqlite_direct import FIRST_USE, NO_MAPPING, FastPathStats
 
 from .conftest import make_evaluation, make_rubric
 

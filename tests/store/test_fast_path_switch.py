@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from rubricflow.errors import ConfigurationError, RubricflowError
 from rubricflow.store import Store
 from rubricflow.store.database import Database
-from rubricflow.store.sqlite import (
+from rubricflow.store._sqlite_fastpath import (
     FASTPATH_ENV,
     SQLITE_BUSY_TIMEOUT_MS,
     SQLiteEngine,

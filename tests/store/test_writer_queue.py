@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from rubricflow.errors import StoreError
 from rubricflow.store import Store
-from rubricflow.store import sqlite as sqlite_store
+from rubricflow.store import _sqlite_fastpath as sqlite_store
 
 _LOG = sa.table("queue_log", sa.column("n", sa.Integer))
 

@@ -4,8 +4,8 @@ rubricflow talks to SQLite through SQLAlchemy's aiosqlite dialect, with connecti
 (`InlineConnection`) that run in the event loop's own thread whatever cannot wait on
 another process, a write transaction begun and ended without SQLAlchemy's greenlet
 hand-offs (`write_transaction`), repeated plain writes run directly on `sqlite3`
-(`rubricflow.store.direct`) and WAL checkpoints made in a thread of their own
-(`rubricflow.store.checkpoint`). Each hand-off cost more than SQLite running the
+(`rubricflow.store._sqlite_direct`) and WAL checkpoints made in a thread of their own
+(`rubricflow.store._sqlite_checkpoint`). Each hand-off cost more than SQLite running the
 statement; a reviewed artifact commits three transactions.
 
 All of that leans on private parts of SQLAlchemy's aiosqlite adapter and of aiosqlite,
@@ -40,8 +40,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.util.concurrency import await_, greenlet_spawn, in_greenlet
 
 from rubricflow.errors import ConfigurationError
-from rubricflow.store.checkpoint import BACKSTOP_PAGES, LOG_KEEP_BYTES, WalCheckpointer
-from rubricflow.store.direct import DirectWrites, FastPathStats
+from rubricflow.store._sqlite_checkpoint import BACKSTOP_PAGES, LOG_KEEP_BYTES, WalCheckpointer
+from rubricflow.store._sqlite_direct import DirectWrites, FastPathStats
 
 __all__ = [
     "BEGIN_OPTION",
