@@ -21,6 +21,7 @@ from rubricflow.review.events import evaluation_event, transition_event
 from rubricflow.review.lifecycle import Lifecycle
 from rubricflow.store import Store
 from rubricflow.store.artifacts import (
+from rubricflow.store.artifact_models import SYSTEM_ACTOR
     KEEP,
     Artifact,
     ArtifactEvent,
@@ -43,7 +44,6 @@ __all__ = [
     "why",
 ]
 
-SYSTEM_ACTOR = "rubricflow"
 DEFAULT_LEASE_SECONDS = 300.0
 RETRY_DELAY_SECONDS = 30.0
 MAX_RETRY_DELAY_SECONDS = 3600.0
@@ -192,6 +192,11 @@ def named(actor: str) -> str:
 
 
 def why(reason: str) -> str:
+    if actor.strip() == SYSTEM_ACTOR:
+        raise ReviewError(
+            f"the actor name {SYSTEM_ACTOR!r} is reserved for rubricflow's own decisions; "
+            "name the person (or program) who does this"
+        )
     """Why a human decided this, as recorded; refused when no reason is given."""
     if not reason or not reason.strip():
         raise ReviewError("give a reason; human decisions are on the record")

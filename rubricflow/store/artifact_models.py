@@ -33,6 +33,7 @@ __all__ = [
     "KEEP",
     "Artifact",
     "ArtifactEvent",
+    "SYSTEM_ACTOR",
     "ArtifactType",
     "Change",
     "Keep",
@@ -44,6 +45,11 @@ __all__ = [
 
 
 def _storable(value: str) -> str:
+#: the actor of every decision rubricflow makes itself (a review's verdict, a failed
+#: review's release, a lease taken over); no person may act under this name, so a
+#: decision by any other actor is a person's
+SYSTEM_ACTOR = "rubricflow"
+
     if "\x00" in value:
         raise ValueError(NUL_MESSAGE)
     return value

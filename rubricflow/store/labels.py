@@ -4,9 +4,11 @@ criteria the person marked wrong (`judge_corrections`), of each criterion's.
 
 Nothing is copied: a label is read from the audit trail (the decision's event), the
 latest stored evaluation of the decided revision for each rubric, its criterion rows,
-and the corrections. So every decision counts, however it was made (dashboard, API or
-CLI), approvals as well as rejects: keeping only the disagreements would leave nothing
-to agree with and make kappa meaningless.
+and the corrections. So every person's decision counts, however it was made (dashboard,
+API or CLI), approvals as well as rejects: keeping only the disagreements would leave
+nothing to agree with and make kappa meaningless. Decisions rubricflow makes itself (an
+automatic approval, a blocking reject: actor `SYSTEM_ACTOR`) are not labels, whenever they
+were stored: they are the judge's own verdict.
 
 - The verdict: approve and override say "pass", reject says "fail"; the judge's is the
   evaluation's verdict (an incomplete evaluation is no verdict and is left out).
@@ -26,6 +28,7 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from rubricflow.store._sql import as_utc, utcnow
+from rubricflow.store.artifact_models import SYSTEM_ACTOR
 from rubricflow.store.database import Database
 from rubricflow.store.tables import (
     ArtifactEventRow,
@@ -108,7 +111,14 @@ class DisagreementPage:
 def _decided(rubric_id: str | None = None) -> sa.Subquery:
     """Each decision with the latest evaluation of the decided revision per rubric."""
     ev, e = _events.c, _evaluations.c
-    where = [ev.trigger.in_(list(DECISION_TRIGGERS)), e.verdict.in_(("pass", "fail"))]
+    where = [
+        ev.trigger.in_(list(DECISION_TRIGGERS)),
+        # a person's decision only: rubricflow's own approvals and blocking rejects (its
+        # reviews, workers' and inline ones alike, all act as SYSTEM_ACTOR) are the judge
+        # agreeing with itself
+        ev.actor != SYSTEM_ACTOR,
+        e.verdict.in_(("pass", "fail")),
+    ]
     if rubric_id is not None:
         where.append(e.rubric_id == rubric_id)
     ranked = (

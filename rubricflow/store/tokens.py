@@ -23,6 +23,7 @@ from sqlalchemy.exc import IntegrityError
 from rubricflow.errors import ConfigurationError, NotFoundError
 from rubricflow.model import MAX_ID_LENGTH, MAX_NAME_LENGTH
 from rubricflow.store._sql import as_utc, utcnow
+from rubricflow.store.artifact_models import SYSTEM_ACTOR
 from rubricflow.store.database import Database
 from rubricflow.store.tables import ApiTokenRow
 
@@ -115,6 +116,11 @@ class TokenStore:
     ) -> IssuedToken:
         """A new token named `name` (unique): the stored record and its secret, once."""
         name = _check_name(name, "name")
+        if name == SYSTEM_ACTOR:
+            raise ConfigurationError(
+                f"the token name {SYSTEM_ACTOR!r} is reserved for rubricflow's own decisions "
+                "(a token's name is the actor its decisions are recorded under); choose another"
+            )
         if role not in ROLES:
             raise ConfigurationError(f"unknown role {role!r}; use one of {', '.join(ROLES)}")
         for type_name in types:
