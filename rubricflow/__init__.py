@@ -12,6 +12,7 @@ from rubricflow.calibration import (
     calibrate,
     cohen_kappa,
     confusion_matrix,
+    estimate_pass_rate,
     read_labels,
     weighted_kappa,
 )
@@ -187,6 +188,7 @@ __all__ = [
     "confusion_matrix",
     "create_plugin_manager",
     "dump_rubric",
+    "estimate_pass_rate",
     "evaluate",
     "evaluate_cases",
     "evaluate_many",

@@ -6,6 +6,7 @@ levels), confusion matrices and percentile bootstrap intervals. The statistics l
 `rubricflow.calibration.stats` (stdlib only); see docs/calibration.md.
 """
 
+from rubricflow.calibration.estimates import PassRateEstimate, RateInterval, estimate_pass_rate
 from rubricflow.calibration.labels import (
     CalibrationError,
     LabelledExample,
@@ -49,6 +50,8 @@ __all__ = [
     "LabelScale",
     "LabelledExample",
     "OverallAgreement",
+    "PassRateEstimate",
+    "RateInterval",
     "UndefinedStatisticError",
     "accuracy",
     "bootstrap_interval",
@@ -57,6 +60,7 @@ __all__ = [
     "calibrate",
     "cohen_kappa",
     "confusion_matrix",
+    "estimate_pass_rate",
     "judge_label",
     "kappa_from_matrix",
     "label_scale",
