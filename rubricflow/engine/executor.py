@@ -44,6 +44,7 @@ from rubricflow.plugins import PluginRegistry, default_plugins
 from rubricflow.results import CriterionResult, Evaluation, Target
 from rubricflow.scorers.deterministic import resolve_function
 from rubricflow.scoring import ScoringContext, error_result
+from rubricflow.sync_bridge import run_sync
 from rubricflow.targets import as_target
 
 __all__ = [
@@ -474,5 +475,6 @@ async def evaluate_cases(
 def evaluate_sync(
     rubric: Rubric, target: Target | Mapping[str, Any] | str, **options: Any
 ) -> Evaluation:
-    """`evaluate` for synchronous callers (not from inside a running event loop)."""
-    return asyncio.run(evaluate(rubric, target, **options))
+    """`evaluate` for synchronous callers, also inside a running event loop (a notebook):
+    see `rubricflow.sync_bridge`."""
+    return run_sync(evaluate(rubric, target, **options))

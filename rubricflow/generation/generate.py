@@ -9,7 +9,6 @@ here stores or writes a rubric, so a draft is never silently accepted.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from rubricflow.generation.usage import call_usage
 from rubricflow.llm.session import LLMSession, Question
 from rubricflow.model import Rubric
 from rubricflow.results import LLMCall
+from rubricflow.sync_bridge import run_sync
 from rubricflow.validation import lint_rubric
 
 __all__ = [
@@ -210,5 +210,6 @@ async def generate_rubric(
 
 
 def generate_rubric_sync(**options: Any) -> GeneratedRubric:
-    """`generate_rubric` from synchronous code (not from inside a running event loop)."""
-    return asyncio.run(generate_rubric(**options))
+    """`generate_rubric` from synchronous code, also inside a running event loop (see
+    `rubricflow.sync_bridge`)."""
+    return run_sync(generate_rubric(**options))

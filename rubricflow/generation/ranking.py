@@ -26,6 +26,7 @@ from rubricflow.generation.usage import call_usage
 from rubricflow.llm.session import Question
 from rubricflow.model import Rubric
 from rubricflow.results import LLMCall
+from rubricflow.sync_bridge import run_sync
 
 __all__ = [
     "BatchRanking",
@@ -238,5 +239,6 @@ async def rank_batch(
 
 
 def rank_group_sync(prompt: str, completions: Sequence[str], **options: Any) -> GroupRanking:
-    """`rank_group` from synchronous code (not from inside a running event loop)."""
-    return asyncio.run(rank_group(prompt, completions, **options))
+    """`rank_group` from synchronous code, also inside a running event loop (see
+    `rubricflow.sync_bridge`)."""
+    return run_sync(rank_group(prompt, completions, **options))

@@ -15,9 +15,9 @@ from rubricflow.engine import evaluate
 from rubricflow.engine.feedback import next_level_hint
 from rubricflow.errors import ConfigurationError, RubricflowError
 from rubricflow.model import Criterion, Rubric
-from rubricflow.pytest_plugin.blocking import run_blocking
 from rubricflow.pytest_plugin.state import PluginState, state_of
 from rubricflow.results import CriterionResult, Evaluation, Target
+from rubricflow.sync_bridge import run_sync
 
 __all__ = [
     "assert_passes",
@@ -219,7 +219,7 @@ def _blocking(
 ) -> Evaluation:
     __tracebackhide__ = True
     try:
-        return run_blocking(lambda: _check(rubric, output, target, item))
+        return run_sync(_check(rubric, output, target, item))
     except AssertionError as failed:  # raised here: the traceback ends at the test's line
         raise AssertionError(str(failed)) from None
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from rubricflow.errors import ConfigurationError, NotFoundError, RubricflowError
 from rubricflow.formats.loader import load_file, load_rubric
 from rubricflow.model import Rubric, semver_key
-from rubricflow.pytest_plugin.blocking import run_blocking
+from rubricflow.sync_bridge import run_sync
 
 __all__ = ["RUBRIC_SUFFIXES", "RubricLookup", "split_ref"]
 
@@ -130,7 +130,7 @@ class RubricLookup:
                     await app.close()
 
             try:
-                found = run_blocking(get)
+                found = run_sync(get())
             except RubricflowError as error:
                 raise ConfigurationError(f"--rubric-db {self.db}: {error}") from None
             if found is None:

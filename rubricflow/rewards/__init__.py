@@ -10,7 +10,6 @@ The OpenRLHF remote reward model is served by `rubricflow serve` (`POST /get_rew
 See docs/rewards.md.
 """
 
-from rubricflow.rewards.blocking import run_blocking
 from rubricflow.rewards.columns import RubricColumnCache, completion_text, prompt_text
 from rubricflow.rewards.core import RewardOutcome, RubricReward, as_rubric, criterion_means
 from rubricflow.rewards.holistic import holistic_rubric
@@ -32,7 +31,6 @@ __all__ = [
     "criterion_means",
     "holistic_rubric",
     "prompt_text",
-    "run_blocking",
     "trl_reward",
     "verifiers_reward",
     "verl_compute_score",

@@ -14,9 +14,9 @@ import logging
 from typing import Any
 
 from rubricflow.errors import ConfigurationError
-from rubricflow.rewards.blocking import run_blocking
 from rubricflow.rewards.core import RubricReward
 from rubricflow.rewards.trl import TRLReward
+from rubricflow.sync_bridge import run_sync
 
 __all__ = ["OpenRubricRLReward", "create_trl_reward_function"]
 
@@ -49,7 +49,7 @@ class OpenRubricRLReward(TRLReward):
     ) -> Any:
         if completions is not None:
             return super().__call__(prompts, completions, **kwargs)
-        return run_blocking(self.async_call(query, response))
+        return run_sync(self.async_call(query, response))
 
 
 def create_trl_reward_function(

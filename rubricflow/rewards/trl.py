@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from rubricflow.model import Rubric
-from rubricflow.rewards.blocking import run_blocking
 from rubricflow.rewards.core import RewardOutcome, RubricReward, criterion_means
+from rubricflow.sync_bridge import run_sync
 
 __all__ = ["TRLReward", "trl_reward"]
 
@@ -70,7 +70,7 @@ class TRLReward:
     def __call__(
         self, prompts: Any = None, completions: Any = None, **kwargs: Any
     ) -> list[float | None]:
-        outcomes = run_blocking(self.outcomes(prompts, completions, **kwargs))
+        outcomes = run_sync(self.outcomes(prompts, completions, **kwargs))
         return [outcome.reward for outcome in outcomes]
 
     def as_async(self) -> Callable[..., Any]:

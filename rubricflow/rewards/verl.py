@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from rubricflow.model import Rubric
-from rubricflow.rewards.blocking import run_blocking
 from rubricflow.rewards.core import RubricReward
+from rubricflow.sync_bridge import run_sync
 
 __all__ = ["VerlReward", "verl_compute_score"]
 
@@ -47,7 +47,7 @@ class VerlReward:
         info = extra_info if isinstance(extra_info, Mapping) else {}
         prompt = info.get("prompt", info.get("question"))
         rubric = info.get("rubric")
-        outcome = run_blocking(
+        outcome = run_sync(
             self.scorer.score(
                 None if prompt is None else [prompt],
                 [solution_str],

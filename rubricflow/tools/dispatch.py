@@ -38,6 +38,7 @@ from rubricflow.errors import (
     RubricVersionConflictError,
     StoreError,
 )
+from rubricflow.sync_bridge import run_sync
 from rubricflow.tools import operations
 from rubricflow.tools.callers import Caller, LocalCaller
 from rubricflow.tools.schemas import anthropic_tools, openai_responses_tools, openai_tools
@@ -331,4 +332,4 @@ def run_tool_sync(
         async with await Application.open(db) as application:
             return await dispatch(application, tool_call, actor=actor, judge=judge)
 
-    return asyncio.run(run())
+    return run_sync(run())

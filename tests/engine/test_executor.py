@@ -194,3 +194,13 @@ async def test_a_slow_target_does_not_hold_up_the_ones_after_it() -> None:
 def test_sync_wrapper(scripted: PluginRegistry) -> None:
     r = parse_rubric({"id": "r", "criteria": [crit("a", True)]})
     assert evaluate_sync(r, "x", plugins=scripted).passed
+
+
+async def test_sync_wrapper_inside_a_running_event_loop(scripted: PluginRegistry) -> None:
+    """A notebook or an async app calls `evaluate_sync` with its own loop running (it used
+    to raise "asyncio.run() cannot be called from a running event loop")."""
+    asyncio.get_running_loop()  # this test runs inside one
+    r = parse_rubric({"id": "r", "criteria": [crit("a", True), crit("b", False)]})
+    evaluation = evaluate_sync(r, "x", plugins=scripted)
+    assert [(c.criterion_id, c.score) for c in evaluation.criteria] == [("a", 1.0), ("b", 0.0)]
+    assert not evaluation.passed
