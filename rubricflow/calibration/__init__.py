@@ -6,6 +6,7 @@ levels), confusion matrices and percentile bootstrap intervals. The statistics l
 `rubricflow.calibration.stats` (stdlib only); see docs/calibration.md.
 """
 
+from rubricflow.calibration.alpha import LevelOfMeasurement, krippendorff_alpha
 from rubricflow.calibration.estimates import PassRateEstimate, RateInterval, estimate_pass_rate
 from rubricflow.calibration.labels import (
     CalibrationError,
@@ -49,6 +50,7 @@ __all__ = [
     "Interval",
     "LabelScale",
     "LabelledExample",
+    "LevelOfMeasurement",
     "OverallAgreement",
     "PassRateEstimate",
     "RateInterval",
@@ -63,6 +65,7 @@ __all__ = [
     "estimate_pass_rate",
     "judge_label",
     "kappa_from_matrix",
+    "krippendorff_alpha",
     "label_scale",
     "parse_examples",
     "pooled_kappa",
