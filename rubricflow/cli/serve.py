@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import errno
 import os
 import shutil
+import socket
 import tempfile
 from typing import Annotated, Any
 
 import typer
 
 from rubricflow.cli.shared import DbOption, err, fail
+from rubricflow.settings import current
 
 __all__ = ["serve_command"]
 
@@ -143,7 +146,7 @@ def serve_command(
         )
     if log_level not in {"critical", "error", "warning", "info", "debug"}:
         fail(f"--log-level {log_level!r}: use critical, error, warning, info or debug")
-    judge = llm or os.environ.get("RUBRICFLOW_LLM") or None
+    judge = llm or current().llm
     if judge is not None:
         _check_judge(judge)
     # options given win over RUBRICFLOW_SERVER_*; those left out keep the environment's
@@ -160,7 +163,7 @@ def serve_command(
     try:
         # the options win; settings without one keep their RUBRICFLOW_SERVER_* value
         settings = dataclasses.replace(
-            ServerSettings.from_env(),
+            ServerSettings.from_settings(current()),
             **given,
             db=resolve_url(db),
             host=host,
@@ -176,6 +179,7 @@ def serve_command(
     except ConfigurationError as error:
         fail(str(error))
     os.environ.update(settings.to_env())
+    _check_address(host, port)
     err.print(
         f"serving rubricflow on http://{host}:{port} ({workers} process"
         f"{'es' * (workers != 1)}{', no auth' if no_auth else ''}); API docs at /docs"
@@ -197,6 +201,29 @@ def serve_command(
     finally:
         if metrics_dir is not None:
             shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def _check_address(host: str, port: int) -> None:
+    """Exit 2 when `host:port` cannot be listened on (a port in use, an address not of
+    this machine), before anything announces that it is serving: uvicorn would say so
+    only after our banner, in its own words, and exit 3. It binds as uvicorn does
+    (SO_REUSEADDR, IPv6 for an address with a colon) and lets go at once."""
+    if port == 0:
+        return  # any free port: nothing can be in use
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    where = f"[{host}]:{port}" if family == socket.AF_INET6 else f"{host}:{port}"
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                fail(
+                    f"cannot serve on {where}: the port is already in use (another server "
+                    f"is listening there); stop it, or choose another port with --port"
+                )
+            reason = error.strerror or str(error)
+            fail(f"cannot serve on {where}: {reason}; check --host and --port")
 
 
 def _multiprocess_metrics(workers: int) -> str | None:

@@ -6,16 +6,19 @@ token becomes a `Principal`; without one, or with a bad one, 401 problem+json); 
 principal is the tools' caller, so a submitter reads and revises only its own
 artifacts of its types, and the audit trail records the token's name.
 
-The MCP SDK is imported, and its session manager started, on the first request to
-`/mcp`: importing it costs about half a second of CPU, which a server whose clients never
-use MCP should not pay at every start. The session manager then runs in a task of its
-own until the app's lifespan ends.
+The MCP SDK is imported (in a thread, off the event loop), and its session manager
+started, while the app starts: the server listens only once `/mcp` is ready, so its first
+client is answered at once. Imported on the first request instead, the SDK kept that
+request waiting past the SDK client's timeout on a loaded machine. Building the app
+(`create_app`) still imports nothing of it. A client that hangs up mid-request is logged
+as one line, never a traceback.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import importlib.util
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -24,8 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.security import HTTPBearer
+from starlette.requests import ClientDisconnect
+from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from rubricflow.server.auth import authenticate
 from rubricflow.server.judging import NO_JUDGE
@@ -42,61 +47,34 @@ _log = logging.getLogger("rubricflow.server")
 _bearer = HTTPBearer(auto_error=False)
 
 
-class _LazyMcp:
+class _Mcp:
     """Authenticate, then hand the request to the MCP endpoint with its caller; the
-    endpoint is built, and its session manager started, on the first request."""
+    endpoint is built, and its session manager run, by the app's lifespan."""
 
     def __init__(self, app: FastAPI, settings: ServerSettings) -> None:
         self.app = app
         self.settings = settings
         self.endpoint: tuple[McpHttpEndpoint, Callable[[Scope, Caller], None]] | None = None
-        self._starting = asyncio.Lock()
-        self._stop: asyncio.Event | None = None
-        self._runner: asyncio.Task[None] | None = None
-
-    async def _started(self) -> tuple[McpHttpEndpoint, Callable[[Scope, Caller], None]]:
-        async with self._starting:
-            if self.endpoint is not None:
-                return self.endpoint
-            from rubricflow.mcp import McpHttpEndpoint, bind_caller
-
-            settings = self.settings
-            endpoint = McpHttpEndpoint(
-                lambda: self.app.state.application,
-                judge=settings.judge,
-                no_judge=NO_JUDGE,
-                loopback=is_loopback(settings.host),
-                max_body_bytes=settings.max_body_bytes,
-            )
-            ready = asyncio.Event()
-            self._stop = asyncio.Event()
-            stop = self._stop
-
-            async def run() -> None:
-                # the SDK's task group is entered and left in this one task
-                async with endpoint.running():
-                    ready.set()
-                    await stop.wait()
-
-            self._runner = asyncio.create_task(run(), name="rubricflow-mcp-sessions")
-            waiting = asyncio.create_task(ready.wait())
-            await asyncio.wait({waiting, self._runner}, return_when=asyncio.FIRST_COMPLETED)
-            if not ready.is_set():
-                waiting.cancel()
-                self._runner.result()  # raises what stopped the session manager
-            self.endpoint = (endpoint, bind_caller)
-            return self.endpoint
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
-        """Stop the session manager, if a request started it, when the app stops."""
-        try:
-            yield
-        finally:
-            if self._stop is not None and self._runner is not None:
-                self._stop.set()
-                with contextlib.suppress(Exception):
-                    await self._runner
+        """Import the SDK and run the session manager for the app's life (the SDK's task
+        group is entered and left in the lifespan's one task)."""
+        module = await asyncio.to_thread(importlib.import_module, "rubricflow.mcp")
+        settings = self.settings
+        endpoint: McpHttpEndpoint = module.McpHttpEndpoint(
+            lambda: self.app.state.application,
+            judge=settings.judge,
+            no_judge=NO_JUDGE,
+            loopback=is_loopback(settings.host),
+            max_body_bytes=settings.max_body_bytes,
+        )
+        async with endpoint.running():
+            self.endpoint = (endpoint, module.bind_caller)
+            try:
+                yield
+            finally:
+                self.endpoint = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -108,9 +86,35 @@ class _LazyMcp:
             )
             await response(scope, receive, send)
             return
-        endpoint, bind_caller = await self._started()
+        if self.endpoint is None:  # only outside the lifespan: a stopping app
+            unavailable = problem_response(
+                503, "the MCP endpoint is not running", instance=MCP_PATH
+            )
+            await unavailable(scope, receive, send)
+            return
+        # the body is read here, not by the SDK, which answers a client that hung up
+        # with a logged traceback and a 500
+        try:
+            body = await request.body()
+        except ClientDisconnect:
+            _log.info("an MCP client hung up before its request was read (%s)", MCP_PATH)
+            # never delivered: the access log and metrics say 499, "client closed request"
+            await Response(status_code=499)(scope, receive, send)
+            return
+        endpoint, bind_caller = self.endpoint
         bind_caller(scope, principal)
-        await endpoint(scope, receive, send)
+        await endpoint(scope, _replaying(body, receive), send)
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """`receive` for a request whose body was read already: the body once, then what
+    the client sends next (its disconnect)."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replay() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return replay
 
 
 def mount_mcp(
@@ -122,6 +126,6 @@ def mount_mcp(
     if importlib.util.find_spec("mcp") is None:
         _log.debug("no MCP endpoint: the mcp extra is not installed")
         return contextlib.nullcontext
-    endpoint = _LazyMcp(app, settings)
+    endpoint = _Mcp(app, settings)
     app.router.routes.append(Route(MCP_PATH, endpoint=endpoint))
     return endpoint.lifespan

@@ -1,6 +1,7 @@
-"""A server pays for the MCP SDK only when a client uses it: building the app routes
-`/mcp` (the extra is installed) without importing the SDK, which costs about half a
-second of CPU at every start."""
+"""Building the app routes `/mcp` (the extra is installed) without importing the MCP
+SDK: a program that builds the app without running it (to read its OpenAPI document, to
+mount it in its own ASGI stack) does not pay for the SDK. The server imports it while it
+starts (tests/mcp/test_mcp_first_contact.py)."""
 
 from __future__ import annotations
 
