@@ -16,6 +16,8 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from fractions import Fraction
 from functools import cached_property
 from typing import Annotated, Any, Literal, NoReturn, SupportsIndex
@@ -41,6 +43,7 @@ __all__ = [
     "CriterionGroup",
     "Example",
     "Level",
+    "Limits",
     "Rubric",
     "Scale",
     "ScoreFormula",
@@ -88,6 +91,46 @@ MAX_METHOD_LENGTH = 100
 MAX_TARGET_ID_LENGTH = 500
 """A target id (VARCHAR(500))."""
 NUL_MESSAGE = "holds a NUL character (\\u0000), which no store can keep; remove it"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps on the size of a rubric and on what rendering its templates may cost, so a
+    document from anyone is refused (naming the cap and its setting) before it can hold
+    up a process. Each is a setting (`RUBRICFLOW_<NAME>` in docs/settings.md); these are
+    the defaults."""
+
+    max_criteria: int = 500
+    """criteria in one rubric"""
+    max_levels: int = 20
+    """levels of one criterion"""
+    max_rubric_bytes: int = 2 * 1024 * 1024
+    """bytes of one rubric document (UTF-8), checked before it is parsed"""
+    template_iterations: int = 1_000_000
+    """loop iterations of one render of a criterion's template"""
+    template_output: int = 1_000_000
+    """characters one render of a template may print"""
+    template_built: int = 16_000_000
+    """characters one render of a template may build in all (strings, lists, numbers)"""
+    template_seconds: float = 5.0
+    """seconds one render of a template may take"""
+
+    @classmethod
+    def current(cls) -> Limits:
+        """The limits of the settings in force (`rubricflow.settings.current()`); a
+        setting left unset keeps its default."""
+        from rubricflow.settings import current
+
+        settings = current()
+        values = {
+            spec.name: value
+            for spec in dataclass_fields(cls)
+            if (value := getattr(settings, spec.name, None)) is not None
+        }
+        return cls(**values) if values else _DEFAULT_LIMITS
+
+
+_DEFAULT_LIMITS = Limits()
 
 
 def _rule(path: str, message: str) -> PydanticCustomError:
@@ -582,8 +625,9 @@ class CriterionGroup(_Frozen):
 
     A rubric with groups scores the weighted mean of its groups' scores (`weight`, equal
     by default). `required` makes a group whose score is below `min_score` (or, without
-    one, the pass threshold) fail the whole evaluation. `zero_weights` says what the group
-    scores when all its criteria weigh 0 (unset: the rubric's `zero_weights`).
+    one, the pass threshold) fail the whole evaluation; with `on_failure: zero` it also
+    makes the evaluation's score 0 (AgentV's required graders). `zero_weights` says what
+    the group scores when all its criteria weigh 0 (unset: the rubric's `zero_weights`).
     """
 
     id: Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH, pattern=GROUP_ID_PATTERN)]
@@ -592,6 +636,7 @@ class CriterionGroup(_Frozen):
     weight: Annotated[float, Field(ge=0.0)] = 1.0
     required: StrictBool = False
     min_score: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+    on_failure: Literal["fail", "zero"] = "fail"
     zero_weights: ZeroWeights | None = None
 
     @model_validator(mode="after")
@@ -665,6 +710,34 @@ class Rubric(_Frozen):
             if not isinstance(data["$schema"], str):
                 raise _rule("$schema", "`$schema` must be the URI of the rubric JSON Schema")
             data = {key: value for key, value in data.items() if key != "$schema"}
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _within_limits(cls, data: Any) -> Any:
+        """Refuse more criteria, or levels in a criterion, than `Limits` allows, before
+        any of them is validated (a 50,000-criterion document is refused at once)."""
+        if not isinstance(data, Mapping):
+            return data
+        criteria = data.get("criteria")
+        if not isinstance(criteria, list | tuple):
+            return data
+        limits = Limits.current()
+        if len(criteria) > limits.max_criteria:
+            raise _rule(
+                "criteria",
+                f"the rubric has {len(criteria):,} criteria; the limit is "
+                f"{limits.max_criteria:,} (setting RUBRICFLOW_MAX_CRITERIA): split it into "
+                "several rubrics",
+            )
+        for index, criterion in enumerate(criteria):
+            levels = criterion.get("levels") if isinstance(criterion, Mapping) else None
+            if isinstance(levels, list | tuple) and len(levels) > limits.max_levels:
+                raise _rule(
+                    f"criteria[{index}].levels",
+                    f"the criterion has {len(levels):,} levels; the limit is "
+                    f"{limits.max_levels:,} (setting RUBRICFLOW_MAX_LEVELS): merge levels",
+                )
         return data
 
     @field_validator("version")

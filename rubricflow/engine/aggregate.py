@@ -148,6 +148,23 @@ class Aggregate:
         return self.verdict == "pass"
 
 
+def _failed_groups(
+    rubric: Rubric, group_scores: Sequence[tuple[str, Fraction]], bar: Number
+) -> tuple[list[str], bool]:
+    """The required groups below their bar (`min_score`, else the threshold), and whether
+    one of them zeroes the score (`on_failure: zero`)."""
+    failed: list[str] = []
+    zeroed = False
+    for group_id, group_score in group_scores:
+        group = rubric.group(group_id)
+        assert group is not None
+        group_bar = bar if group.min_score is None else group.min_score
+        if group.required and group_score < exact(group_bar):
+            failed.append(group_id)
+            zeroed = zeroed or group.on_failure == "zero"
+    return failed, zeroed
+
+
 def aggregate(
     rubric: Rubric,
     results: Sequence[CriterionResult],
@@ -163,7 +180,8 @@ def aggregate(
       the verdict `incomplete`); `count_as_zero` gives them zero credit (a penalty
       criterion counts as incurred, a required one as failed).
     - A required group whose score is below its `min_score` (else the threshold) makes
-      the verdict `fail`; its id is listed among the gating failures.
+      the verdict `fail`; its id is listed among the gating failures. When that group
+      says `on_failure: zero`, the score is 0 too (AgentV's required graders).
     - Otherwise `pass` exactly when score >= threshold. With groups, the score is the
       weighted mean of the group scores (see `grouped_score`).
     """
@@ -204,13 +222,10 @@ def aggregate(
         coverage = Fraction(count - len(unscored), count) if count else Fraction(0)
     raw = weighted_score(pairs)[1]
     score, group_scores = grouped_score(rubric, by_group)
-    for group_id, group_score in group_scores:
-        group = rubric.group(group_id)
-        assert group is not None
-        if group.required:
-            group_bar = bar if group.min_score is None else group.min_score
-            if group_score < exact(group_bar):
-                gating.append(group_id)
+    failed_groups, zeroed = _failed_groups(rubric, group_scores, bar)
+    gating.extend(failed_groups)
+    if zeroed:
+        score = Fraction(0)
     verdict: Verdict
     if gating:
         verdict = "fail"

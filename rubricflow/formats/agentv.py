@@ -8,8 +8,11 @@ evaluators. Each grader (a v2 rubric evaluator or case `rubrics` list, a v4 `rub
 criterion group, scored on its own, and the case scores the mean of its graders, weighted
 by a grader's own `weight`, as AgentV does; item ids are qualified as `grader.item`. A
 case with one plain grader needs no groups. A grader whose items all weigh 0 scores 0
-(`zero_weights: zero`). A grader's `required` (true, or a number: its minimum score) gates
-the case. As in AgentV's code, an item's `required` defaults to true, and the pass bar
+(`zero_weights: zero`). A grader of plain strings weighs as many as it has strings
+(AgentV's `weight: strings.length`). A required grader (`required: true`) below its
+`min_score` (else the pass bar) fails the case and makes its score 0 (`on_failure: zero`);
+a number as `required` is AgentV 4.42's deprecated spelling of `required: true` +
+`min_score`, read so with a warning. As in AgentV's code, an item's `required` defaults to true, and the pass bar
 is 0.8 unless the file's or the case's `execution.threshold` says otherwise. When an item
 of a grader has `score_ranges`, every item of that grader is scored 0..10 (AgentV's
 score-range mode); a required score-range item needs 10/10 in a v2 file
@@ -26,10 +29,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
-from rubricflow.formats.base import ImportResult, SourceReader, build_rubric, shown, slugify
+from rubricflow.formats.base import (
+    ImportResult,
+    LoadContext,
+    SourceReader,
+    build_rubric,
+    shown,
+    slugify,
+)
 
 __all__ = ["AgentVFormat"]
 
@@ -74,7 +83,8 @@ class AgentVFormat:
             return 0.95
         return 0.0
 
-    def load(self, document: Any, *, source: str | None, base_dir: Path | None) -> ImportResult:
+    def load(self, document: Any, context: LoadContext) -> ImportResult:
+        source = context.source
         reader = SourceReader(source)
         doc = reader.mapping(document, "")
         reader.raise_if_problems()
@@ -137,14 +147,22 @@ class _Case:
 def _grader_settings(
     reader: SourceReader, grader: _Grader, holder: Mapping[str, Any], where: str
 ) -> None:
-    """A grader's own `weight` (its share of the case score) and `required` (true: the
-    grader must reach the pass bar; a number 0..1: its minimum score)."""
+    """A grader's own `weight` (its share of the case score), `required` (true: the
+    grader must reach its `min_score`, else the pass bar, or the case scores 0) and
+    `min_score`. A number as `required` is AgentV 4.42's deprecated spelling of `required:
+    true` + `min_score`: read as such, with a warning (later AgentV refuses it)."""
     weight = reader.number(holder, "weight", where)
     if weight is not None and weight < 0:
         reader.problem(
             f"{where}.weight", f"a grader's weight must be 0 or more, got {shown(weight)}"
         )
     grader.weight = weight
+    min_score = reader.number(holder, "min_score", where)
+    if min_score is not None and not 0 <= min_score <= 1:
+        reader.problem(
+            f"{where}.min_score", f"a grader's min_score is from 0 to 1, got {shown(min_score)}"
+        )
+    grader.min_score = min_score
     required = holder.get("required")
     if required is None or required is False:
         return
@@ -152,6 +170,12 @@ def _grader_settings(
         grader.required = True
     elif isinstance(required, int | float) and 0 <= required <= 1:
         grader.required, grader.min_score = True, float(required)
+        reader.warn(
+            f"{where}.required",
+            f"numeric 'required: {shown(required)}' is deprecated in AgentV 4.42 and refused "
+            f"by later AgentV; write 'required: true' + 'min_score: {shown(required)}' (read "
+            "as that here)",
+        )
     else:
         reader.problem(
             f"{where}.required",
@@ -595,8 +619,12 @@ def _case_rubric(case: _Case, doc: Mapping[str, Any], source: str | None, versio
             group: dict[str, Any] = {"id": group_id, "name": grader.name}
             if grader.weight is not None:
                 group["weight"] = grader.weight
+            elif grader.strings:
+                # AgentV: a grader of plain strings weighs as many as it has strings
+                group["weight"] = len(grader_criteria)
             if grader.required:
-                group["required"] = True
+                # AgentV: a required grader below its bar makes the case's score 0
+                group["required"], group["on_failure"] = True, "zero"
             if grader.min_score is not None:
                 group["min_score"] = grader.min_score
             path_map[f"groups[{len(groups)}]"] = grader.path

@@ -59,9 +59,54 @@ def test_issue_figure_graders_are_averaged_as_agentv_does() -> None:
         {"a.i0": 1, "a.i1": 1, "a.i2": 1, "a.i3": 0, "a.i4": 0}
         | {"rubrics.rubric-1": 1, "rubrics.rubric-2": 1},
     )
-    assert outcome.score == Fraction(4, 5)  # (3/5 + 2/2) / 2, not 5/7 over one weighted sum
+    # the plain strings weigh 2, as many as they are (AgentV's `weight: strings.length`):
+    # (3/5 + 2 * 1) / 3, not 5/7 over one weighted sum
+    assert outcome.score == Fraction(13, 15)
     assert outcome.verdict == "pass"
     assert dict(outcome.group_scores) == {"a": Fraction(3, 5), "rubrics": 1}
+
+
+def test_plain_strings_weigh_as_many_as_they_are() -> None:
+    """The issue's figure: a 2-item rubrics grader (one MET, one UNMET) beside 3 MET
+    strings scores (1/2 + 3 * 1) / 4 = 0.875 and passes in AgentV 4.42.4."""
+    grader = {
+        "type": "rubrics",
+        "name": "A",
+        "criteria": [
+            {"id": "x", "outcome": "x", "required": False},
+            {"id": "y", "outcome": "y", "required": False},
+        ],
+    }
+    rubric = one(v4(grader, "One", "Two", "Three"))
+    scores = {"a.x": 1, "a.y": 0} | {f"rubrics.rubric-{n}": 1 for n in (1, 2, 3)}
+    outcome = judge(rubric, scores)
+    assert (outcome.score, outcome.verdict) == (Fraction(7, 8), "pass")
+
+
+def test_a_required_grader_below_its_min_score_makes_the_case_score_0() -> None:
+    """AgentV 4.42.4: `required: true` + `min_score: 0.9` on a grader scoring 0.85 fails
+    the case with score 0 (rubricflow used to pass it at 0.85)."""
+    items = [
+        {"id": f"i{n}", "outcome": f"item {n}", "weight": w, "required": False}
+        for n, w in enumerate((17, 3))
+    ]
+    gate = {"type": "rubrics", "name": "A", "criteria": items, "required": True, "min_score": 0.9}
+    rubric = one(v4(gate))
+    assert (rubric.groups[0].min_score, rubric.groups[0].on_failure) == (0.9, "zero")
+    outcome = judge(rubric, {"a.i0": 1, "a.i1": 0})
+    assert (outcome.score, outcome.verdict, outcome.gating_failures) == (0, "fail", ("a",))
+    assert judge(rubric, {"a.i0": 1, "a.i1": 1}).score == 1
+
+
+def test_a_numeric_required_is_read_as_agentv_4_42_reads_it_with_a_warning() -> None:
+    gate = {**GRADER_A, "required": 0.9}
+    loaded = load_document(v4(gate, "Plain"), format="agentv")
+    (rubric,) = loaded.rubrics
+    group = rubric.groups[0]
+    assert (group.required, group.min_score, group.on_failure) == (True, 0.9, "zero")
+    (warning,) = loaded.warnings
+    assert warning.path == "tests[0].assertions[0].required"
+    assert "deprecated" in warning.message and "min_score: 0.9" in warning.message
 
 
 def test_the_same_item_id_in_two_graders_is_valid() -> None:
@@ -113,6 +158,7 @@ def test_a_graders_weight_and_required_are_honoured() -> None:
         rubric, {"a.i0": 1, "a.i1": 1, "a.i2": 1, "a.i3": 0, "a.i4": 0, "rubrics.rubric-1": 1}
     )
     assert outcome.verdict == "fail" and outcome.gating_failures == ("a",)
+    assert outcome.score == 0  # a required grader's failure zeroes the case (AgentV)
 
 
 def test_a_graders_bad_required_is_refused() -> None:
