@@ -91,8 +91,11 @@ class RubricflowHookSpecs:
         """Called once when the plugin manager is built.
 
         Return rubric format objects: each has a `name`, a `detect(document)` returning a
-        confidence in 0..1 and a `load(document, source=..., base_dir=...)` returning the
-        rubrics a document holds plus import warnings.
+        confidence in 0..1 and a `load(document, context)` returning the rubrics a
+        document holds plus import warnings; `context` is a
+        `rubricflow.formats.base.LoadContext` (source, base folder, schema-ref policy,
+        format registry). A format with the earlier `load(document, *, source, base_dir)`
+        is still called that way. See docs/plugins.md, "rubricflow_formats".
         """
 
     @hookspec

@@ -115,6 +115,7 @@ class PluginRegistry:
         self.providers: dict[str, Callable[..., Any]] = self._gather(
             "rubricflow_llm_providers", "LLM provider", "providers", None
         )
+        _refuse_listener_wrappers(manager)
 
     def _gather(
         self,
@@ -242,14 +243,12 @@ class PluginRegistry:
 
     async def notify(self, event: Mapping[str, Any]) -> None:
         """Tell the listeners about a committed event (a transition, a stored evaluation:
-        `rubricflow.review.events`): `tryfirst` listeners first, then the others in
-        registration order, `trylast` ones last; a listener that raises is logged and
-        skipped."""
+        `rubricflow.review.events`) in pluggy's call order: `tryfirst` listeners first,
+        then the others, last registered first, `trylast` ones last. Each, sync or async,
+        has finished before the next is called; one that raises is logged and skipped.
+        (pluggy keeps its hook implementations in the reverse of that order.)"""
         impls = self.manager.hook.rubricflow_artifact_transition.get_hookimpls()
-        first = [impl for impl in impls if impl.tryfirst]
-        last = [impl for impl in impls if impl.trylast]
-        plain = [impl for impl in impls if not impl.tryfirst and not impl.trylast]
-        for impl in (*first, *plain, *last):
+        for impl in reversed(impls):
             try:
                 outcome = impl.function(event=event)
                 if inspect.isawaitable(outcome):
@@ -269,6 +268,22 @@ def _config_message(error: Any) -> str:
     schema = error.schema if isinstance(error.schema, Mapping) else {}
     description = schema.get("description")
     return f"{error.message}; expected {description}" if description else str(error.message)
+
+
+def _refuse_listener_wrappers(manager: pluggy.PluginManager) -> None:
+    """A `wrapper=True` (or `hookwrapper=True`) listener is a `PluginError`: listeners run
+    one at a time, sync or async, each finished before the next, and a synchronous
+    wrapper cannot run around an async listener's work, so it would never be called."""
+    for impl in manager.hook.rubricflow_artifact_transition.get_hookimpls():
+        if impl.wrapper or impl.hookwrapper:
+            marker = "wrapper=True" if impl.wrapper else "hookwrapper=True"
+            raise PluginError(
+                f"plugin {impl.plugin_name!r} implements rubricflow_artifact_transition with "
+                f"@hookimpl({marker}); lifecycle listeners cannot be wrappers (each listener, "
+                "sync or async, runs on its own); drop the marker and do the work in a plain "
+                "listener, ordered with tryfirst=True or trylast=True if it must come first "
+                f"or last, or disable the plugin with {BLOCK_ENV}={impl.plugin_name}"
+            )
 
 
 def _invalid_plugin(name: str, error: Exception) -> PluginError:

@@ -3,6 +3,7 @@ clashes, blocking, bad plugins, and lifecycle listeners."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import types
@@ -396,5 +397,74 @@ async def test_lifecycle_listeners_are_told_in_order_and_a_raising_one_breaks_no
 
     await registry.notify(event)
 
-    assert [label for label, _ in heard] == ["one", "two"]
+    assert [label for label, _ in heard] == ["two", "one"]  # pluggy's order: newest first
     assert all(payload == event for _, payload in heard)
+
+
+def _recorder(
+    heard: list[str], label: str, *, returns_awaitable: bool = False
+) -> Callable[..., Any]:
+    """A listener writing `label` when it is called (one that returns an awaitable, which
+    the caller awaits, when `returns_awaitable`)."""
+
+    def listen(event: Any) -> Any:
+        heard.append(label)
+        return asyncio.sleep(0) if returns_awaitable else None
+
+    return listen
+
+
+async def test_lifecycle_listeners_are_called_in_pluggys_order() -> None:
+    """Newest first, `tryfirst` before and `trylast` after the rest (newest first within
+    each), sync and async alike: the order in which pluggy itself calls the hook."""
+    heard: list[str] = []
+    early, late = types.ModuleType("early"), types.ModuleType("late")
+    early.rubricflow_artifact_transition = hookimpl(tryfirst=True)(_recorder(heard, "early"))  # type: ignore[attr-defined]
+    late.rubricflow_artifact_transition = hookimpl(trylast=True)(_recorder(heard, "late"))  # type: ignore[attr-defined]
+    listeners = [
+        early,
+        plugin_module("A", rubricflow_artifact_transition=_recorder(heard, "A")),
+        late,
+        plugin_module(
+            "B", rubricflow_artifact_transition=_recorder(heard, "B", returns_awaitable=True)
+        ),
+    ]
+    registry = create_plugin_manager(plugins=listeners, load_entry_points=False)
+    event = {"kind": "artifact.transition", "artifact_id": "a1"}
+
+    await registry.notify(event)
+    assert heard == ["early", "B", "A", "late"]
+
+    heard.clear()
+    for awaitable in registry.manager.hook.rubricflow_artifact_transition(event=event):
+        await awaitable
+    assert heard == ["early", "B", "A", "late"]  # pluggy calling the hook itself
+
+
+def test_a_wrapper_listener_is_refused_at_registration() -> None:
+    """pluggy would call listeners A, B and a wrapper W as W-before, B, A, W-after; a
+    wrapper cannot run around async listeners, so rubricflow refuses it, clearly, rather
+    than accept it and never call it."""
+    heard: list[str] = []
+
+    def wrapping(event: Any) -> Any:
+        heard.append("W-before")
+        yield
+        heard.append("W-after")
+
+    for marker in ({"wrapper": True}, {"hookwrapper": True}):
+        wrapper = types.ModuleType("W")
+        wrapper.rubricflow_artifact_transition = hookimpl(**marker)(wrapping)  # type: ignore[attr-defined]
+        with pytest.raises(PluginError) as raised:
+            create_plugin_manager(
+                plugins=[
+                    plugin_module("A", rubricflow_artifact_transition=_recorder(heard, "A")),
+                    plugin_module("B", rubricflow_artifact_transition=_recorder(heard, "B")),
+                    wrapper,
+                ],
+                load_entry_points=False,
+            )
+        message = str(raised.value)
+        assert "plugin 'W'" in message and f"{next(iter(marker))}=True" in message
+        assert "tryfirst=True" in message and f"{BLOCK_ENV}=W" in message
+    assert heard == []

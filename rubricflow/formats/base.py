@@ -11,12 +11,22 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, get_args, runtime_checkable
 
-from rubricflow.errors import Problem, RubricValidationError
+from rubricflow.errors import ConfigurationError, Problem, RubricValidationError
+from rubricflow.formats.document import SchemaRefPolicy
 from rubricflow.model import Rubric, parse_rubric
 
-__all__ = ["ImportResult", "RubricFormat", "SourceReader", "build_rubric", "shown", "slugify"]
+__all__ = [
+    "FormatRegistry",
+    "ImportResult",
+    "LoadContext",
+    "RubricFormat",
+    "SourceReader",
+    "build_rubric",
+    "shown",
+    "slugify",
+]
 
 
 @dataclass
@@ -27,9 +37,49 @@ class ImportResult:
     warnings: list[Problem] = field(default_factory=list)
 
 
+class FormatRegistry(Protocol):
+    """Where the loader finds rubric formats by name (`PluginRegistry` is one)."""
+
+    @property
+    def formats(self) -> Mapping[str, RubricFormat]: ...
+
+
+@dataclass(frozen=True)
+class LoadContext:
+    """What a format's `load` is told about the load in progress.
+
+    - `source`: the document's name in messages (a file path, `<text>`), or None;
+    - `base_dir`: the folder of the file the document came from (None for text, a request
+      body, a parsed document), which relative references such as `schema_ref` start from;
+    - `schema_refs`: where such references may read files (`SchemaRefPolicy`: `inside`
+      `base_dir` only, `anywhere`, or `refuse` for documents from the network);
+    - `plugins`: the format registry the load runs under (the plugin registry), for a
+      format that hands part of a document to another format.
+
+    New fields may be added (with defaults); a format reads the ones it needs.
+    """
+
+    source: str | None = None
+    base_dir: Path | None = None
+    schema_refs: SchemaRefPolicy = "inside"
+    plugins: FormatRegistry | None = None
+
+    def __post_init__(self) -> None:
+        if self.schema_refs not in get_args(SchemaRefPolicy):
+            raise ConfigurationError(
+                f"schema_refs={self.schema_refs!r}; use one of "
+                + ", ".join(get_args(SchemaRefPolicy))
+            )
+
+
 @runtime_checkable
 class RubricFormat(Protocol):
-    """A rubric format plugin (registered through the `rubricflow_formats` hook)."""
+    """A rubric format plugin (registered through the `rubricflow_formats` hook).
+
+    `load(document, context)` is the contract; a format written for the earlier
+    `load(document, *, source, base_dir)` is still called that way (it cannot see the
+    schema-ref policy or the registry). See docs/plugins.md, "Rubric formats".
+    """
 
     name: str
     description: str
@@ -38,7 +88,7 @@ class RubricFormat(Protocol):
         """Confidence in 0..1 that `document` (parsed YAML/JSON) is in this format."""
         ...
 
-    def load(self, document: Any, *, source: str | None, base_dir: Path | None) -> ImportResult:
+    def load(self, document: Any, context: LoadContext) -> ImportResult:
         """The rubrics in `document`; raises `RubricValidationError` naming source paths."""
         ...
 

@@ -10,10 +10,9 @@ the caller opts in to importing code.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from rubricflow.formats.base import ImportResult, SourceReader, build_rubric, shown
+from rubricflow.formats.base import ImportResult, LoadContext, SourceReader, build_rubric, shown
 from rubricflow.formats.native import read_schema_ref
 
 __all__ = ["DataknobsFormat"]
@@ -72,8 +71,8 @@ class DataknobsFormat:
             return 0.95 if any(_looks_dataknobs(item) for item in items) else 0.0
         return 0.95 if _looks_dataknobs(document) else 0.0
 
-    def load(self, document: Any, *, source: str | None, base_dir: Path | None) -> ImportResult:
-        reader = SourceReader(source)
+    def load(self, document: Any, context: LoadContext) -> ImportResult:
+        reader = SourceReader(context.source)
         doc = reader.mapping(document, "")
         reader.raise_if_problems()
         assert doc is not None
@@ -87,7 +86,7 @@ class DataknobsFormat:
         rubrics = []
         seen: dict[tuple[str, str], str] = {}
         for path, raw in entries:
-            rubric = self._one(reader, raw, path, source, base_dir)
+            rubric = self._one(reader, raw, path, context)
             if rubric is None:
                 continue
             key = (rubric.id, rubric.version)
@@ -107,8 +106,7 @@ class DataknobsFormat:
         reader: SourceReader,
         raw: Any,
         path: str,
-        source: str | None,
-        base_dir: Path | None,
+        context: LoadContext,
     ) -> Any:
         data = reader.mapping(raw, path or "")
         if data is None:
@@ -141,7 +139,7 @@ class DataknobsFormat:
             if "scoring_method" in crit:
                 source_method = f"{where}.scoring_method"
                 converted["scoring"] = _scoring(
-                    reader, crit["scoring_method"], source_method, base_dir
+                    reader, crit["scoring_method"], source_method, context
                 )
                 path_map[f"{native_path}.scoring"] = source_method
                 for native_key, source_key in SCORING_FIELDS.items():
@@ -159,10 +157,10 @@ class DataknobsFormat:
             native["metadata"] = {**metadata, "imported_from": "dataknobs"}
         if reader.problems:
             return None
-        return build_rubric(native, source, path_map)
+        return build_rubric(native, context.source, path_map)
 
 
-def _scoring(reader: SourceReader, raw: Any, path: str, base_dir: Path | None) -> dict[str, Any]:
+def _scoring(reader: SourceReader, raw: Any, path: str, context: LoadContext) -> dict[str, Any]:
     method = reader.mapping(raw, path)
     if method is None:
         return {}
@@ -187,7 +185,7 @@ def _scoring(reader: SourceReader, raw: Any, path: str, base_dir: Path | None) -
             if ref is not None:
                 scoring["schema_ref"] = ref
                 try:
-                    scoring["schema"] = read_schema_ref(ref, base_dir)
+                    scoring["schema"] = read_schema_ref(ref, context)
                 except ValueError as error:
                     reader.problem(f"{path}.schema_ref", str(error))
     else:

@@ -10,9 +10,8 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, BinaryIO, Literal, get_args
+from typing import Any, BinaryIO, Literal
 
 import yaml
 
@@ -34,8 +33,6 @@ __all__ = [
     "read_capped",
     "read_document",
     "read_regular_file",
-    "schema_ref_policy",
-    "using_schema_ref_policy",
 ]
 
 MAX_BYTES = 10 * 1024 * 1024
@@ -519,28 +516,6 @@ SchemaRefPolicy = Literal["inside", "anywhere", "refuse"]
 """Where a rubric's `schema_ref` may point: `inside` the rubric file's own folder (the
 default; a rubric given as text or a document has no folder, so none is read), `anywhere`
 the caller's process can read, or nowhere (`refuse`: rubrics from the network)."""
-
-_POLICY: ContextVar[SchemaRefPolicy] = ContextVar("schema_ref_policy", default="inside")
-
-
-def schema_ref_policy() -> SchemaRefPolicy:
-    """The policy of the load in progress (set by the loader around a format's `load`)."""
-    return _POLICY.get()
-
-
-@contextmanager
-def using_schema_ref_policy(policy: SchemaRefPolicy) -> Iterator[None]:
-    """Run a format's `load` under `policy`: the loader's `schema_refs=` parameter reaches
-    every importer (native, dataknobs) without widening the format plugin interface."""
-    if policy not in get_args(SchemaRefPolicy):
-        raise ConfigurationError(
-            f"schema_refs={policy!r}; use one of {', '.join(get_args(SchemaRefPolicy))}"
-        )
-    token = _POLICY.set(policy)
-    try:
-        yield
-    finally:
-        _POLICY.reset(token)
 
 
 def read_document(path: str | Path) -> Any:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rubricflow.formats.base import ImportResult, SourceReader, build_rubric, slugify
+from rubricflow.formats.base import ImportResult, LoadContext, SourceReader, build_rubric, slugify
 from rubricflow.model import Rubric
 
 __all__ = ["HealthBenchFormat", "is_healthbench_row"]
@@ -53,7 +53,8 @@ class HealthBenchFormat:
             return 1.0 if all(is_healthbench_row(row) for row in document) else 0.0
         return 1.0 if is_healthbench_row(document) else 0.0
 
-    def load(self, document: Any, *, source: str | None, base_dir: Path | None) -> ImportResult:
+    def load(self, document: Any, context: LoadContext) -> ImportResult:
+        source = context.source
         reader = SourceReader(source)
         stem = Path(source).stem if source and not source.startswith("<") else "healthbench"
         stem = slugify(stem, "healthbench")

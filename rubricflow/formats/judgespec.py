@@ -30,7 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rubricflow.formats.base import ImportResult, SourceReader, build_rubric, shown, slugify
+from rubricflow.formats.base import (
+    ImportResult,
+    LoadContext,
+    SourceReader,
+    build_rubric,
+    shown,
+    slugify,
+)
 
 __all__ = [
     "BUILTIN_PLACEHOLDERS",
@@ -469,7 +476,8 @@ class RubricJudgeSpecFormat:
             return 0.8
         return 0.0
 
-    def load(self, document: Any, *, source: str | None, base_dir: Path | None) -> ImportResult:
+    def load(self, document: Any, context: LoadContext) -> ImportResult:
+        source = context.source
         reader = SourceReader(source)
         doc = reader.mapping(document, "")
         reader.raise_if_problems()

@@ -9,11 +9,12 @@ registry is used: this layer sits below the plugin manager and cannot build one,
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from rubricflow.errors import (
     ConfigurationError,
@@ -22,17 +23,17 @@ from rubricflow.errors import (
     RubricLoadError,
     RubricValidationError,
 )
-from rubricflow.formats.base import RubricFormat
+from rubricflow.formats.base import FormatRegistry, ImportResult, LoadContext, RubricFormat
 from rubricflow.formats.document import (
     SchemaRefPolicy,
     parse_text,
     read_document,
-    using_schema_ref_policy,
 )
 from rubricflow.model import Rubric
 
 __all__ = [
     "FormatRegistry",
+    "LoadContext",
     "LoadedFile",
     "SchemaRefPolicy",
     "detect_format",
@@ -53,13 +54,6 @@ class LoadedFile:
     format: str
     rubrics: list[Rubric]
     warnings: list[Problem] = field(default_factory=list)
-
-
-class FormatRegistry(Protocol):
-    """Where the loader finds rubric formats by name (`PluginRegistry` is one)."""
-
-    @property
-    def formats(self) -> Mapping[str, RubricFormat]: ...
 
 
 _default_registry: Callable[[], FormatRegistry] | None = None
@@ -130,13 +124,13 @@ def load_document(
     none); `anywhere` any path, relative ones from `base_dir` or the working directory;
     `refuse` none (for rubrics that come from the network).
     """
+    context = LoadContext(source, base_dir, schema_refs, _registry(plugins))
     fmt = (
-        _format_named(format, plugins, source)
+        _format_named(format, context.plugins, source)
         if format
-        else detect_format(document, plugins=plugins, source=source)
+        else detect_format(document, plugins=context.plugins, source=source)
     )
-    with using_schema_ref_policy(schema_refs):
-        result = fmt.load(document, source=source, base_dir=base_dir)
+    result = _load_with(fmt, document, context)
     if not result.rubrics:
         raise RubricLoadError(f"holds no rubric in the {fmt.name} format", source)
     seen: set[tuple[str, str]] = set()
@@ -155,6 +149,24 @@ def load_document(
             )
         seen.add(key)
     return LoadedFile(source or "<document>", fmt.name, result.rubrics, result.warnings)
+
+
+def _load_with(fmt: RubricFormat, document: Any, context: LoadContext) -> ImportResult:
+    """`fmt.load(document, context)`; a format written for the earlier contract,
+    `load(document, *, source, base_dir)`, is called that way."""
+    if _takes_context(fmt):
+        return fmt.load(document, context)
+    legacy: Any = fmt
+    result: ImportResult = legacy.load(document, source=context.source, base_dir=context.base_dir)
+    return result
+
+
+def _takes_context(fmt: RubricFormat) -> bool:
+    try:
+        parameters = inspect.signature(fmt.load).parameters
+    except (TypeError, ValueError):  # no signature to read: assume the current contract
+        return True
+    return "context" in parameters or "source" not in parameters
 
 
 def load_file(

@@ -16,8 +16,8 @@ from typing import Any
 import yaml
 
 from rubricflow.errors import Problem, RubricLoadError, RubricValidationError
-from rubricflow.formats.base import ImportResult
-from rubricflow.formats.document import parse_text, read_regular_file, schema_ref_policy
+from rubricflow.formats.base import ImportResult, LoadContext
+from rubricflow.formats.document import parse_text, read_regular_file
 from rubricflow.model import Rubric, parse_rubric
 
 __all__ = [
@@ -48,7 +48,8 @@ class NativeFormat:
         # not "matches no format", as long as nothing marks it as another system's
         return 0.55 if _plain_criteria(document) else 0.0
 
-    def load(self, document: Any, *, source: str | None, base_dir: Path | None) -> ImportResult:
+    def load(self, document: Any, context: LoadContext) -> ImportResult:
+        source = context.source
         if isinstance(document, Mapping) and "rubrics" in document and "criteria" not in document:
             items = document["rubrics"]
             problems = [
@@ -63,7 +64,7 @@ class NativeFormat:
             if problems:
                 raise RubricValidationError(problems, source)
             rubrics = [
-                _load_one(item, source, base_dir, prefix=f"rubrics[{index}]")
+                _load_one(item, context, prefix=f"rubrics[{index}]")
                 for index, item in enumerate(items)
             ]
             seen: dict[tuple[str, str], int] = {}
@@ -82,7 +83,7 @@ class NativeFormat:
                     )
                 seen[key] = index
             return ImportResult(rubrics)
-        return ImportResult([_load_one(document, source, base_dir, prefix="")])
+        return ImportResult([_load_one(document, context, prefix="")])
 
 
 _FOREIGN_CRITERION_KEYS = frozenset(
@@ -115,8 +116,9 @@ def _looks_native(item: Any) -> bool:
     ) and ("id" in item)
 
 
-def _load_one(document: Any, source: str | None, base_dir: Path | None, prefix: str) -> Rubric:
-    data = _inline_schema_refs(document, source, base_dir, prefix)
+def _load_one(document: Any, context: LoadContext, prefix: str) -> Rubric:
+    source = context.source
+    data = _inline_schema_refs(document, context, prefix)
     try:
         return parse_rubric(data, source)
     except RubricValidationError as error:
@@ -131,9 +133,7 @@ def _load_one(document: Any, source: str | None, base_dir: Path | None, prefix: 
         ) from None
 
 
-def _inline_schema_refs(
-    document: Any, source: str | None, base_dir: Path | None, prefix: str
-) -> Any:
+def _inline_schema_refs(document: Any, context: LoadContext, prefix: str) -> Any:
     if not isinstance(document, Mapping) or not isinstance(document.get("criteria"), list):
         return document
     criteria = []
@@ -144,21 +144,22 @@ def _inline_schema_refs(
         if isinstance(ref, str) and ref and scoring is not None and scoring.get("schema") is None:
             where = f"{prefix + '.' if prefix else ''}criteria[{index}].scoring.schema_ref"
             try:
-                schema = read_schema_ref(ref, base_dir)
+                schema = read_schema_ref(ref, context)
             except ValueError as error:
                 problems.append(Problem(where, str(error)))
             else:
                 criterion = {**criterion, "scoring": {**scoring, "schema": schema}}
         criteria.append(criterion)
     if problems:
-        raise RubricValidationError(problems, source)
+        raise RubricValidationError(problems, context.source)
     return {**document, "criteria": criteria}
 
 
-def read_schema_ref(ref: str, base_dir: Path | None) -> Any:
-    """Read the JSON Schema file `ref` names, relative to the rubric file's folder.
+def read_schema_ref(ref: str, context: LoadContext) -> Any:
+    """Read the JSON Schema file `ref` names, relative to the rubric file's folder
+    (`context.base_dir`).
 
-    Under the load's `SchemaRefPolicy` (the loader's `schema_refs=`): by default the file
+    Under the load's `SchemaRefPolicy` (`context.schema_refs`): by default the file
     must resolve inside `base_dir` (absolute paths, `../` and links leading out are
     refused, and a rubric with no folder reads nothing); `refuse` reads no file at all.
     The file passes the rubric file's guards (regular file, size cap, nesting and alias
@@ -166,7 +167,7 @@ def read_schema_ref(ref: str, base_dir: Path | None) -> Any:
     the rubric's author cannot otherwise read, so its lines are never quoted back.
     Every failure is a `ValueError` with the message for the problem list.
     """
-    policy = schema_ref_policy()
+    policy, base_dir = context.schema_refs, context.base_dir
     if policy == "refuse":
         raise ValueError(
             "schema_ref is not allowed here (a rubric from this source may not read files); "

@@ -9,10 +9,16 @@ gives OpenRubricRL's weighted blend (computed by rubricflow, not taken from the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from rubricflow.formats.base import ImportResult, SourceReader, build_rubric, shown, slugify
+from rubricflow.formats.base import (
+    ImportResult,
+    LoadContext,
+    SourceReader,
+    build_rubric,
+    shown,
+    slugify,
+)
 
 __all__ = ["OpenRubricRLFormat"]
 
@@ -43,7 +49,8 @@ class OpenRubricRLFormat:
             return 0.9
         return 0.0
 
-    def load(self, document: Any, *, source: str | None, base_dir: Path | None) -> ImportResult:
+    def load(self, document: Any, context: LoadContext) -> ImportResult:
+        source = context.source
         reader = SourceReader(source)
         doc = reader.mapping(document, "")
         reader.raise_if_problems()

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rubricflow.formats.base import ImportResult, SourceReader, build_rubric, slugify
+from rubricflow.formats.base import ImportResult, LoadContext, SourceReader, build_rubric, slugify
 from rubricflow.model import Rubric
 
 __all__ = ["RaRFormat", "is_rar_item", "rar_rubric"]
@@ -99,7 +99,8 @@ class RaRFormat:
             return 0.9
         return 0.0
 
-    def load(self, document: Any, *, source: str | None, base_dir: Path | None) -> ImportResult:
+    def load(self, document: Any, context: LoadContext) -> ImportResult:
+        source = context.source
         reader = SourceReader(source)
         stem = Path(source).stem if source and not source.startswith("<") else "rar"
         stem = slugify(stem, "rar")

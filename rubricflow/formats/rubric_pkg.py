@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rubricflow.formats.base import ImportResult, SourceReader, build_rubric, slugify
+from rubricflow.formats.base import ImportResult, LoadContext, SourceReader, build_rubric, slugify
 
 __all__ = ["RubricPackageFormat"]
 
@@ -38,7 +38,8 @@ class RubricPackageFormat:
             return 0.95
         return 0.0
 
-    def load(self, document: Any, *, source: str | None, base_dir: Path | None) -> ImportResult:
+    def load(self, document: Any, context: LoadContext) -> ImportResult:
+        source = context.source
         reader = SourceReader(source)
         stem = Path(source).stem if source and not source.startswith("<") else "rubric"
         rubric_id: str | None = None

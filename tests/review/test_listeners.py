@@ -194,13 +194,13 @@ class _AsyncLogged(_Logged):
         await asyncio.sleep(0)
 
 
-async def test_listeners_are_called_in_registration_order_for_every_event(
+async def test_listeners_are_called_in_pluggys_order_for_every_event(
     store: Store,
 ) -> None:
-    """docs/plugins.md: listeners run one after another in registration order (built-ins,
-    entry points, then `plugins=[...]` in list order), each awaited before the next, so
-    for every event the shared log holds first, second, third, whatever mix of sync and
-    async they are — not pluggy's call order, which is last registered first."""
+    """docs/plugins.md: listeners run one after another in pluggy's call order, last
+    registered first (`plugins=[...]` are registered in list order), each awaited before
+    the next, so for every event the shared log holds third, second, first, whatever mix
+    of sync and async they are."""
     log: list[tuple[str, int, str]] = []
     first, second, third = (
         _AsyncLogged("first", log),
@@ -218,7 +218,7 @@ async def test_listeners_are_called_in_registration_order_for_every_event(
     assert log == [
         (name, event.seq, event.trigger)
         for event in history
-        for name in ("first", "second", "third")
+        for name in ("third", "second", "first")
     ]
 
 
