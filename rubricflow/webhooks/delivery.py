@@ -227,129 +227,7 @@ class DeliveryWorker:
         each as its own task, hand finished outcomes to the recorder (one transaction per
         batch), and claim again when a slot frees while more may be due, or when woken.
         On `stop`, the sends in flight get the grace period, then are handed back."""
-        recorder = _Recorder(self)
-        in_flight: dict[asyncio.Task[None], ClaimedDelivery] = {}
-        slot_freed = asyncio.Event()
-        never = asyncio.Event()
-        look = True  # there may be due deliveries: claim when a slot is free
-        retry_at: float | None = None  # when a retry this worker recorded falls due
-        due_at: float | None = None  # when the outbox's next delivery falls due, as read
-        read_due = True  # read it again before the next wait
-
-        def finished(task: asyncio.Task[None]) -> None:
-            in_flight.pop(task, None)
-            slot_freed.set()
-            if not task.cancelled() and task.exception() is not None:
-                logger.error(
-                    "%s: a send failed unexpectedly; its lease runs out and it is sent again",
-                    self.name,
-                    exc_info=task.exception(),
-                )
-
-        try:
-            while stop is None or not stop.is_set():
-                free = self.policy.batch - len(in_flight)
-                claimed_all = False
-                if look and free > 0:
-                    self._wake.clear()
-                    if watch is not None:
-                        watch.clear()  # a change from now on wakes the wait below
-                    try:
-                        claimed = await self.store.claim(
-                            owner=self.name,
-                            lease_until=_utcnow() + timedelta(seconds=self.policy.lease_seconds),
-                            limit=free,
-                        )
-                    except StoreError:
-                        if not keep_running:
-                            raise
-                        logger.exception("%s: cannot reach the outbox; retrying", self.name)
-                        claimed = []
-                    for item in claimed:
-                        task = asyncio.create_task(self._send(item, recorder))
-                        in_flight[task] = item
-                        task.add_done_callback(finished)
-                    claimed_all = len(claimed) == free
-                    look = claimed_all  # a full claim: more may be due at once
-                if look and free > 0 and claimed_all:
-                    continue
-                if not in_flight and not look:
-                    if recorder.pending:
-                        # a quick retry is due only once its outcome is recorded
-                        await recorder.flush()
-                        look = True
-                        continue
-                    if not keep_running:
-                        break
-                if stop is not None and stop.is_set():
-                    break
-                slot_freed.clear()
-                if len(in_flight) >= self.policy.batch:
-                    # the window is full: wait for a slot (a wake-up can wait till then)
-                    await _first_of(
-                        stop or never, slot_freed, watch=None, timeout=self.policy.poll_seconds
-                    )
-                    continue
-                if self._wake.is_set() or await self._feed_woke(watch):
-                    look = True
-                    continue
-                # wait for a wake-up, the next due delivery or the poll interval (and, in
-                # a single pass, for the sends in flight to finish)
-                wait = self.policy.poll_seconds
-                retry_at = recorder.take_retry_at(retry_at)
-                if retry_at is not None:
-                    wait = min(wait, max(0.0, retry_at - time.monotonic()))
-                if not in_flight and keep_running and read_due:
-                    # when the outbox's next delivery falls due (another worker's retry,
-                    # a lapsed lease), read again only after a quiet wait: a wake-up
-                    # means a delivery due now, which the claim finds
-                    read_due, due_at = False, None
-                    try:
-                        due = await self.store.next_due()
-                    except StoreError:
-                        logger.exception("%s: cannot reach the outbox; retrying", self.name)
-                    else:
-                        if due is not None:
-                            due_at = time.monotonic() + (due - _utcnow()).total_seconds()
-                if due_at is not None:
-                    wait = min(wait, max(0.0, due_at - time.monotonic()))
-                began = time.monotonic()
-                while True:
-                    await _first_of(
-                        stop or never,
-                        self._wake,
-                        never if keep_running else slot_freed,
-                        # with no subscription active, the poll alone looks again
-                        watch=watch if self._listened else None,
-                        timeout=max(0.0, began + wait - time.monotonic()),
-                    )
-                    if (
-                        watch is None
-                        or not watch.woken
-                        or self._wake.is_set()
-                        or slot_freed.is_set()
-                        or (stop is not None and stop.is_set())
-                        or await self._feed_woke(watch)
-                    ):
-                        break
-                now = time.monotonic()
-                if (
-                    self._wake.is_set()
-                    or (watch is not None and watch.woken)
-                    or now - began >= wait
-                ):
-                    look = True
-                    if retry_at is not None and retry_at <= now:
-                        retry_at = None
-                    if now - began >= wait:
-                        read_due = True
-            if in_flight:
-                await self._stop_sends(in_flight, recorder)
-        finally:
-            for task in list(in_flight):
-                task.cancel()
-            await asyncio.gather(*in_flight, return_exceptions=True)
-            await asyncio.shield(recorder.flush())
+        await _Window(self, stop, watch=watch, keep_running=keep_running).run()
 
     async def _feed_woke(self, watch: Watch | None) -> bool:
         """Whether the change feed woke the worker for something it may have to send: a
@@ -522,6 +400,177 @@ class DeliveryWorker:
                 claimed.delivery.event_type,
                 outcome.error,
             )
+
+
+class _Window:
+    """One pass of a worker's rolling window (`DeliveryWorker._pump`): the sends in
+    flight and what the scheduler knows between its steps, each step a method."""
+
+    def __init__(
+        self,
+        worker: DeliveryWorker,
+        stop: asyncio.Event | None,
+        *,
+        watch: Watch | None,
+        keep_running: bool,
+    ) -> None:
+        self.worker = worker
+        self.policy = worker.policy
+        self.watch = watch
+        self.keep_running = keep_running
+        self.never = asyncio.Event()
+        self.stop = stop or self.never
+        self.recorder = _Recorder(worker)
+        self.in_flight: dict[asyncio.Task[None], ClaimedDelivery] = {}
+        self.slot_freed = asyncio.Event()
+        #: there may be due deliveries: claim when a slot is free
+        self.look = True
+        #: when a retry this worker recorded falls due (monotonic)
+        self.retry_at: float | None = None
+        #: when the outbox's next delivery falls due, as read (monotonic)
+        self.due_at: float | None = None
+        #: read the outbox's next due time again before the next wait
+        self.read_due = True
+
+    async def run(self) -> None:
+        """Step until stopped (or, in a single pass, until nothing is due or in flight);
+        on the way out the sends in flight are stopped and every outcome recorded."""
+        try:
+            while not self.stop.is_set() and await self._step():
+                pass
+            if self.in_flight:
+                await self.worker._stop_sends(self.in_flight, self.recorder)
+        finally:
+            for task in list(self.in_flight):
+                task.cancel()
+            await asyncio.gather(*self.in_flight, return_exceptions=True)
+            await asyncio.shield(self.recorder.flush())
+
+    async def _step(self) -> bool:
+        """One turn of the scheduler; False when the pass is over."""
+        free = self.policy.batch - len(self.in_flight)
+        if self.look and free > 0 and await self._claim(free):
+            return True  # a full claim: more may be due at once
+        if not self.in_flight and not self.look:
+            if self.recorder.pending:
+                # a quick retry is due only once its outcome is recorded
+                await self.recorder.flush()
+                self.look = True
+                return True
+            if not self.keep_running:
+                return False
+        if self.stop.is_set():
+            return False
+        self.slot_freed.clear()
+        if len(self.in_flight) >= self.policy.batch:
+            # the window is full: wait for a slot (a wake-up can wait till then)
+            await _first_of(
+                self.stop, self.slot_freed, watch=None, timeout=self.policy.poll_seconds
+            )
+            return True
+        if self.worker._wake.is_set() or await self.worker._feed_woke(self.watch):
+            self.look = True
+            return True
+        await self._wait_for_work()
+        return True
+
+    async def _claim(self, free: int) -> bool:
+        """Claim up to `free` due deliveries and start sending them; whether the claim
+        filled every free slot (then more may be due at once)."""
+        self.worker._wake.clear()
+        if self.watch is not None:
+            self.watch.clear()  # a change from now on wakes the wait below
+        try:
+            claimed = await self.worker.store.claim(
+                owner=self.worker.name,
+                lease_until=_utcnow() + timedelta(seconds=self.policy.lease_seconds),
+                limit=free,
+            )
+        except StoreError:
+            if not self.keep_running:
+                raise
+            logger.exception("%s: cannot reach the outbox; retrying", self.worker.name)
+            claimed = []
+        for item in claimed:
+            task = asyncio.create_task(self.worker._send(item, self.recorder))
+            self.in_flight[task] = item
+            task.add_done_callback(self._finished)
+        self.look = len(claimed) == free
+        return self.look
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self.in_flight.pop(task, None)
+        self.slot_freed.set()
+        if not task.cancelled() and task.exception() is not None:
+            logger.error(
+                "%s: a send failed unexpectedly; its lease runs out and it is sent again",
+                self.worker.name,
+                exc_info=task.exception(),
+            )
+
+    async def _wait_for_work(self) -> None:
+        """Wait for a wake-up, the next due delivery or the poll interval (and, in a
+        single pass, for the sends in flight to finish); then look again if any came."""
+        wait = await self._wait_seconds()
+        began = time.monotonic()
+        await self._sleep(began, wait)
+        now = time.monotonic()
+        woken = self.worker._wake.is_set() or (self.watch is not None and self.watch.woken)
+        if woken or now - began >= wait:
+            self.look = True
+            if self.retry_at is not None and self.retry_at <= now:
+                self.retry_at = None
+            if now - began >= wait:
+                self.read_due = True
+
+    async def _wait_seconds(self) -> float:
+        """How long to wait at most: the poll interval, or less when a retry or the
+        outbox's next delivery falls due sooner."""
+        wait = self.policy.poll_seconds
+        self.retry_at = self.recorder.take_retry_at(self.retry_at)
+        if self.retry_at is not None:
+            wait = min(wait, max(0.0, self.retry_at - time.monotonic()))
+        if not self.in_flight and self.keep_running and self.read_due:
+            await self._read_next_due()
+        if self.due_at is not None:
+            wait = min(wait, max(0.0, self.due_at - time.monotonic()))
+        return wait
+
+    async def _read_next_due(self) -> None:
+        """Read when the outbox's next delivery falls due (another worker's retry, a
+        lapsed lease); read again only after a quiet wait: a wake-up means a delivery
+        due now, which the claim finds."""
+        self.read_due, self.due_at = False, None
+        try:
+            due = await self.worker.store.next_due()
+        except StoreError:
+            logger.exception("%s: cannot reach the outbox; retrying", self.worker.name)
+        else:
+            if due is not None:
+                self.due_at = time.monotonic() + (due - _utcnow()).total_seconds()
+
+    async def _sleep(self, began: float, wait: float) -> None:
+        """Sleep until woken or `wait` seconds after `began`; a change-feed wake-up that
+        concerns no active subscription is slept through."""
+        watch = self.watch
+        while True:
+            await _first_of(
+                self.stop,
+                self.worker._wake,
+                self.never if self.keep_running else self.slot_freed,
+                # with no subscription active, the poll alone looks again
+                watch=watch if self.worker._listened else None,
+                timeout=max(0.0, began + wait - time.monotonic()),
+            )
+            if (
+                watch is None
+                or not watch.woken
+                or self.worker._wake.is_set()
+                or self.slot_freed.is_set()
+                or self.stop.is_set()
+                or await self.worker._feed_woke(watch)
+            ):
+                return
 
 
 class _Recorder:
