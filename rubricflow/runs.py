@@ -14,6 +14,7 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from fractions import Fraction
 from pathlib import Path
 from typing import IO, Any
 
@@ -21,10 +22,11 @@ from pydantic import ValidationError
 
 from rubricflow.errors import ConfigurationError, NotFoundError, RubricflowError
 from rubricflow.model import MAX_ID_LENGTH, NUL_MESSAGE
-from rubricflow.results import Evaluation
+from rubricflow.results import Evaluation, exact_number
 
 __all__ = [
     "CriterionSummary",
+    "HealthBenchScore",
     "RunData",
     "RunInfo",
     "RunInputError",
@@ -32,6 +34,8 @@ __all__ = [
     "check_run_id",
     "evaluation_line",
     "finished_targets",
+    "healthbench_example_score",
+    "healthbench_score",
     "latest_per_target",
     "new_run_id",
     "read_results_file",
@@ -364,3 +368,65 @@ def finished_targets(evaluations: Iterable[Evaluation]) -> set[str]:
         if evaluation.target_id is not None:
             latest[evaluation.target_id] = evaluation.verdict
     return {target for target, verdict in latest.items() if verdict in FINISHED}
+
+
+@dataclass(frozen=True)
+class HealthBenchScore:
+    """HealthBench's own figures, as simple-evals' healthbench_eval.py computes them: each
+    example scores achieved / possible points *unclipped* (a response that meets only
+    pitfalls scores below 0), and the dataset scores the mean of those, clipped to 0..1.
+
+    rubricflow's evaluation `score` (and so the reward) is the per-example figure clipped
+    to 0..1: right for a reward, not HealthBench's dataset figure. `examples` counts the
+    evaluations that had a score (complete, with positive points); `left_out` the rest."""
+
+    score: float
+    mean: float
+    per_example: tuple[float, ...]
+    examples: int
+    left_out: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "score": self.score,
+            "mean": self.mean,
+            "examples": self.examples,
+            "left_out": self.left_out,
+        }
+
+
+def healthbench_example_score(evaluation: Evaluation) -> float | None:
+    """HealthBench's per-example score of an evaluation of a HealthBench rubric: the points
+    of the criteria met (pitfalls negative) over the positive points, unclipped; None for
+    an incomplete evaluation or one with no positive points (simple-evals' None too)."""
+    if evaluation.verdict == "incomplete":
+        return None
+    possible = sum(
+        (exact_number(c.weight) for c in evaluation.criteria if c.weight > 0), Fraction(0)
+    )
+    if possible == 0:
+        return None
+    return float(exact_number(evaluation.raw_score) / possible)
+
+
+def healthbench_score(evaluations: Iterable[Evaluation]) -> HealthBenchScore | None:
+    """HealthBench's dataset score over `evaluations`: clip(mean of the per-example scores,
+    0, 1); None when no evaluation has a per-example score."""
+    found: list[float] = []
+    left_out = 0
+    for evaluation in evaluations:
+        value = healthbench_example_score(evaluation)
+        if value is None:
+            left_out += 1
+        else:
+            found.append(value)
+    if not found:
+        return None
+    mean = math.fsum(found) / len(found)
+    return HealthBenchScore(
+        score=min(1.0, max(0.0, mean)),
+        mean=mean,
+        per_example=tuple(found),
+        examples=len(found),
+        left_out=left_out,
+    )

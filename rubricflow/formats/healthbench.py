@@ -3,8 +3,9 @@
 
 Each line becomes one rubric (id from `prompt_id`): every rubric item a binary criterion
 weighted by its points (negative points are penalty criteria), its tags kept in the
-criterion's section (`axis:accuracy`, say). HealthBench's score is clamp(S/P), which is
-rubricflow's default formula, so scores carry over unchanged.
+criterion's section (`axis:accuracy`, say). An evaluation's score is clamp(S/P),
+rubricflow's default formula: the clipped reward. HealthBench's own per-example score is
+S/P unclipped, and its dataset score clip(mean): `rubricflow.runs.healthbench_score`.
 """
 
 from __future__ import annotations
