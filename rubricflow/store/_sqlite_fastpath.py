@@ -53,6 +53,7 @@ __all__ = [
     "autocommit_engine",
     "create_sqlite_engine",
     "fast_path_enabled",
+    "is_busy_or_locked",
     "read_engine",
     "write_transaction",
 ]
@@ -186,6 +187,26 @@ def _rollback_if_in_transaction(dbapi_connection: Any, _record: Any, _state: Any
         dbapi_connection.rollback()
 
 
+# SQLite's primary result codes for "another connection holds a lock" (each also has
+# extended codes, such as SQLITE_BUSY_SNAPSHOT, whose low byte is the primary code)
+_SQLITE_BUSY = 5
+_SQLITE_LOCKED = 6
+
+
+def is_busy_or_locked(error: BaseException) -> bool:
+    """Whether `error` (a `sqlite3` error) is SQLITE_BUSY or SQLITE_LOCKED: another
+    connection holds the lock. Read from its result code (`sqlite_errorcode`, Python 3.11
+    and later); Python 3.10's `sqlite3` errors carry none, and there only the message
+    ("database is locked", "database table is locked") can say it."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
+    if not isinstance(error, sqlite3.Error):
+        return False
+    text = str(error)  # Python 3.10 only
+    return "locked" in text or "busy" in text
+
+
 def _enable_wal(cursor: Any) -> None:
     """Switch a database to WAL once. SQLite answers a journal-mode change that races
     another connection with "database is locked" at once, without calling the busy
@@ -201,7 +222,7 @@ def _enable_wal(cursor: Any) -> None:
             cursor.execute("PRAGMA journal_mode=WAL")
             return
         except Exception as error:
-            if "locked" not in str(error) or time.monotonic() >= deadline:
+            if not is_busy_or_locked(error) or time.monotonic() >= deadline:
                 raise
         time.sleep(delay)
         delay = min(delay * 2, 0.1)
@@ -563,7 +584,7 @@ class InlineConnection(aiosqlite.Connection):
             raw.execute("BEGIN IMMEDIATE")
             return
         except sqlite3.OperationalError as error:
-            if "locked" not in str(error) and "busy" not in str(error):
+            if not is_busy_or_locked(error):
                 raise
         finally:
             raw.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")

@@ -33,6 +33,7 @@ from rubricflow.store._sqlite_fastpath import (
     SQLiteEngine,
     autocommit_engine,
     create_sqlite_engine,
+    is_busy_or_locked,
     read_engine,
     write_transaction,
 )
@@ -247,8 +248,9 @@ class Database:
             raise
 
     def _operational(self, error: OperationalError | sqlite3.OperationalError) -> StoreError:
-        text = str(getattr(error, "orig", error))
-        if "locked" in text or "busy" in text:
+        driver_error = getattr(error, "orig", error)
+        text = str(driver_error)
+        if isinstance(driver_error, BaseException) and is_busy_or_locked(driver_error):
             return StoreError(
                 f"database {self.display_url} stayed locked by another writer for "
                 f"{sqlite_store.SQLITE_BUSY_TIMEOUT_MS / 1000:g}s; retry, or use PostgreSQL "
