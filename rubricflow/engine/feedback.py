@@ -29,8 +29,19 @@ def _outcome(criterion: Criterion, result: CriterionResult) -> str:
     if result.verdict is not None:
         return f"{result.verdict} ({score})"
     if result.judge_score is not None:
-        return f"{result.judge_score:g}/10 ({score})"
+        return f"{result.judge_score:g}{_out_of(criterion)} ({score})"
     return score
+
+
+def _out_of(criterion: Criterion) -> str:
+    """ " on 1..4" for the scale the judge wrote its number on (not always 0..10)."""
+    from rubricflow.llm.judges import judge_scale
+
+    bounds = judge_scale(criterion)
+    if bounds is None:
+        return ""
+    low, high = bounds
+    return f"/{float(high):g}" if low == 0 else f" on {float(low):g}..{float(high):g}"
 
 
 def next_level_hint(criterion: Criterion, result: CriterionResult) -> str:

@@ -58,6 +58,7 @@ __all__ = [
     "apply_strategy",
     "judge_level",
     "judge_oneshot",
+    "judge_scale",
     "judge_score",
     "judge_verdict",
     "rubric_as_judge",
@@ -579,6 +580,17 @@ def _scale(criterion: Criterion) -> _Scale:
             f"scoring.config.max_score ({high:g}) must be greater than min_score ({low:g})"
         )
     return _Scale(mode, exact_number(low), exact_number(high), bool(config.get("integer", False)))
+
+
+def judge_scale(criterion: Criterion) -> tuple[Fraction, Fraction] | None:
+    """The scale the judge writes an `llm_score` criterion's number on (0..10 bands,
+    0..100 for rubric-as-judge, else its `min_score`..`max_score`), or None when its
+    configuration is unusable."""
+    try:
+        scale = _scale(criterion)
+    except JudgeConfigError:
+        return None
+    return scale.low, scale.high
 
 
 def _requirements(criterion: Criterion) -> list[dict[str, Any]]:

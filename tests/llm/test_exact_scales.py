@@ -156,3 +156,14 @@ def test_a_score_on_any_scale_meets_a_bar_equal_to_its_exact_normalised_value(
     if exact < 1:  # no tolerance: the smallest step above the exact value fails
         above = asyncio.run(judged(server, subject, answer, threshold=exact + Fraction(1, 10**12)))
         assert above.verdict == "fail" and above.criteria[0].passed is False
+
+
+async def test_feedback_writes_the_judge_s_number_on_its_own_scale(server: ScriptedServer) -> None:
+    """3.4 on a 1..4 scale reads "3.4 on 1..4", not "3.4/10" (issue 31, feedback text)."""
+    one_to_four = await judged(server, ranged(1, 4), json_answer("3.4"))
+    assert "3.4 on 1..4 (score: 0.80)" in one_to_four.feedback
+    assert "/10" not in one_to_four.feedback
+    out_of_ten = await judged(server, ranged(0, 10), json_answer("7"))
+    assert "7/10 (score: 0.70)" in out_of_ten.feedback
+    out_of_five = await judged(server, ranged(0, 5), json_answer("2"))
+    assert "2/5 (score: 0.40)" in out_of_five.feedback
