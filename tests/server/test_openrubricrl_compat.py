@@ -95,3 +95,48 @@ def test_an_openrubricrl_client_scores_through_rubricflow(start_server, sqlite_d
     batch = answer["batch"]
     assert [r["overall_score"] for r in batch["results"]] == [7.8, 7.8]
     assert batch["summary"]["total_items"] == 2 and batch["summary"]["average_score"] == 7.8
+
+
+def test_openrubricrl_s_health_and_rubric_listing_and_its_default_rubric(
+    start_server, sqlite_db
+) -> None:
+    """OpenRubricRL's server also answers GET /health, GET /rubrics and GET
+    /rubrics/{name}, and POST /score without rubric_name uses its first rubric."""
+    admin = issue_token(sqlite_db, "admin", name="ops")
+    trainer = issue_token(sqlite_db, "submitter", name="trainer")
+    with ScriptedServer(scores) as judge:
+        server = start_server(sqlite_db, "--llm", f"openai:judge@{judge.url}/v1")
+        with server.client(None) as anonymous:
+            health = anonymous.get("/health")
+            assert health.status_code == 200, health.text
+            assert health.json()["status"] == "healthy"
+            assert anonymous.get("/rubrics").status_code == 401
+        with server.client(trainer) as client:
+            empty = client.post("/score", json={"task_input": "q", "model_output": "a"})
+            assert empty.status_code == 404
+            assert "no rubric is registered" in empty.text
+        with server.client(admin) as ops:
+            registered = ops.post("/v1/rubrics", json={"document": json.dumps(CODE_QUALITY)})
+            assert registered.status_code == 201, registered.text
+        with server.client(trainer) as client:
+            listed = client.get("/rubrics")
+            assert listed.status_code == 200, listed.text
+            assert listed.json() == [
+                {
+                    "name": "code_quality",
+                    "version": "1.0.0",
+                    "description": "",
+                    "domain": "code",
+                    "criteria_count": 2,
+                    "scale_min": 0.0,
+                    "scale_max": 10.0,
+                }
+            ]
+            detail = client.get("/rubrics/code_quality").json()
+            assert detail["scale"] == {"min": 0.0, "max": 10.0, "type": "continuous"}
+            assert [c["name"] for c in detail["criteria"]] == ["correctness", "readability"]
+            assert client.get("/rubrics/nothing_here").status_code == 404
+            scored = client.post("/score", json={"task_input": "q", "model_output": "a"})
+            assert scored.status_code == 200, scored.text
+            assert scored.json()["rubric_name"] == "code_quality"
+            assert scored.json()["criterion_scores"] == {"correctness": 9.0, "readability": 6.0}

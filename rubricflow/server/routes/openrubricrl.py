@@ -2,6 +2,10 @@
 and `POST /score`, with the request and response shapes of openrubricrl 0.1.0's own
 server (`openrubricrl.api.models`), so a client written for it works unchanged.
 
+It also answers OpenRubricRL's `GET /health` (no token), `GET /rubrics` and `GET
+/rubrics/{rubric}`, and `POST /score` without `rubric_name` scores with the first rubric
+`GET /rubrics` lists (by id), as OpenRubricRL uses its first loaded rubric.
+
 `{rubric}` names a registered rubric: its id (an OpenRubricRL rubric registered here gets
 its name as a slug: `Code Quality` -> `code_quality`), `id@version`, or its name as
 OpenRubricRL spells it. `task_input` is the target's query and `model_output` its
@@ -200,11 +204,111 @@ async def score_with_rubric(
 async def score_with_named_rubric(
     body: ScoreRequest, request: Request, principal: Submitter, application: AppDep
 ) -> ScoreResponse:
-    if not body.rubric_name:
-        raise ConfigurationError(
-            "name the rubric: POST /score/{rubric}, or `rubric_name` in the body"
-        )
-    return await score_with_rubric(body.rubric_name, body, request, principal, application)
+    """With no `rubric_name`, the first rubric `GET /rubrics` lists (OpenRubricRL uses
+    its first loaded rubric)."""
+    name = body.rubric_name
+    if not name:
+        rubrics = await application.rubrics.list_latest()
+        if not rubrics:
+            raise NotFoundError(
+                "no rubric is registered to score with; register one (POST /v1/rubrics) "
+                "or name it: POST /score/{rubric}"
+            )
+        name = rubrics[0].id
+    return await score_with_rubric(name, body, request, principal, application)
+
+
+class RubricListing(BaseModel):
+    """openrubricrl's RubricSummary."""
+
+    name: str
+    version: str
+    description: str
+    domain: str | None
+    criteria_count: int
+    scale_min: float
+    scale_max: float
+
+
+class CriterionDetail(BaseModel):
+    name: str
+    description: str
+    weight: float
+
+
+class RubricDetail(BaseModel):
+    """A rubric as OpenRubricRL's `GET /rubrics/{name}` shows it."""
+
+    name: str
+    version: str
+    description: str
+    domain: str | None
+    scale: dict[str, Any]
+    criteria: list[CriterionDetail]
+
+
+def _domain(rubric: Rubric) -> str | None:
+    domain = rubric.metadata.get("domain")
+    return domain if isinstance(domain, str) else None
+
+
+def _listing(rubric: Rubric) -> RubricListing:
+    return RubricListing(
+        name=rubric.id,
+        version=rubric.version,
+        description=rubric.description,
+        domain=_domain(rubric),
+        criteria_count=len(rubric.criteria),
+        scale_min=rubric.scale.min,
+        scale_max=rubric.scale.max,
+    )
+
+
+class OpenRubricRLHealth(BaseModel):
+    status: str
+    version: str
+
+
+@router.get(
+    "/health",
+    response_model=OpenRubricRLHealth,
+    summary="The process is up (OpenRubricRL-compatible; see also /healthz)",
+)
+async def openrubricrl_health() -> OpenRubricRLHealth:
+    from importlib import metadata
+
+    return OpenRubricRLHealth(status="healthy", version=metadata.version("rubricflow"))
+
+
+@router.get(
+    "/rubrics",
+    response_model=list[RubricListing],
+    summary="The latest version of every rubric, as OpenRubricRL lists them",
+)
+async def openrubricrl_rubrics(principal: Submitter, application: AppDep) -> list[RubricListing]:
+    return [_listing(rubric) for rubric in await application.rubrics.list_latest()]
+
+
+@router.get(
+    "/rubrics/{rubric:path}",
+    response_model=RubricDetail,
+    summary="One rubric, as OpenRubricRL shows it (by id, ID@VERSION or its name)",
+)
+async def openrubricrl_rubric(
+    rubric: IdPath, principal: Submitter, application: AppDep
+) -> RubricDetail:
+    chosen = await _rubric(application, rubric)
+    return RubricDetail(
+        name=chosen.id,
+        version=chosen.version,
+        description=chosen.description,
+        domain=_domain(chosen),
+        scale={"min": chosen.scale.min, "max": chosen.scale.max, "type": chosen.scale.type},
+        criteria=[
+            CriterionDetail(name=c.name or c.id, description=c.description, weight=c.weight)
+            for c in chosen.criteria
+        ],
+    )
 
 
 @router.post(
