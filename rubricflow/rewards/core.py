@@ -18,15 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from rubricflow.engine.executor import evaluate_cases
+from rubricflow.engine.executor import evaluate_cases, resolve_method
 from rubricflow.errors import RewardError, RubricflowError
 from rubricflow.formats import load_rubric
 from rubricflow.generation.ranking import rank_batch
 from rubricflow.llm.session import LLMSession
+from rubricflow.llm.specs import default_spec
 from rubricflow.model import Rubric, parse_rubric
 from rubricflow.results import Evaluation, Target
 from rubricflow.rewards.columns import RubricColumnCache, completion_text, prompt_text
 from rubricflow.rewards.holistic import holistic_rubric
+from rubricflow.scorers.llm import LLM_SCORER_NAMES
 
 __all__ = [
     "Aggregation",
@@ -133,6 +135,30 @@ class RubricReward:
         self.rubrics = rubric_cache or RubricColumnCache()
         self.ranking = ranking
         self.shuffle = shuffle
+        self._judged_rubrics: set[str] = set()
+        if ranking == "group" or aggregation == "implicit":
+            self._require_judge(f"ranking={ranking!r}, aggregation={aggregation!r}")
+        elif self.rubric is not None:
+            self._check_judge(self.rubric)
+
+    def _require_judge(self, why: str) -> None:
+        """Refuse, when this reward is built (not at every completion), to judge without a
+        judge: no `judge` and no RUBRICFLOW_LLM."""
+        if self.judge is None and default_spec() is None:
+            raise RewardError(
+                f"this reward needs an LLM judge ({why}) and none is configured: pass "
+                "judge='openai:gpt-4o-mini' (or another spec, see docs/llm.md), or set "
+                "RUBRICFLOW_LLM"
+            )
+
+    def _check_judge(self, rubric: Rubric) -> None:
+        if rubric.content_hash in self._judged_rubrics:
+            return
+        judged = [c.id for c in rubric.criteria if resolve_method(c) in LLM_SCORER_NAMES]
+        if judged:
+            shown = ", ".join(judged[:3]) + (" ..." if len(judged) > 3 else "")
+            self._require_judge(f"rubric {rubric.id!r} has LLM criteria: {shown}")
+        self._judged_rubrics.add(rubric.content_hash)
 
     def _options(self) -> dict[str, Any]:
         options: dict[str, Any] = {"llm": self.judge, "llm_cache": self.cache}
@@ -191,6 +217,7 @@ class RubricReward:
             except (RubricflowError, TypeError, ValueError) as error:
                 outcomes[index] = self._fail(index, f"its rubric cannot be read: {error}")
                 continue
+            self._check_judge(rubric)
             reference = None if references is None else references[index]
             target = Target(
                 content=completion_text(completion),
