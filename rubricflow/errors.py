@@ -12,8 +12,10 @@ from typing import Any
 
 __all__ = [
     "ArtifactConflictError",
+    "ArtifactIdTakenError",
     "AuthenticationError",
     "ConfigurationError",
+    "ContentBoundsError",
     "ContentValidationError",
     "DecisionTimeoutError",
     "FormatDetectionError",
@@ -93,6 +95,17 @@ class ConfigurationError(RubricflowError):
     """A setting, option or environment variable has a value rubricflow cannot use."""
 
 
+class ContentBoundsError(ConfigurationError, ValueError):
+    """Content (an artifact's, a target's) is beyond a bound it must keep: nested too deep,
+    a list or object with too many items, a string too long, or too large in all (see
+    `rubricflow.content_bounds`). `bound` names the bound, `path` where it broke (`$.a[3]`)."""
+
+    def __init__(self, message: str, *, bound: str, path: str) -> None:
+        self.bound = bound
+        self.path = path
+        super().__init__(message)
+
+
 class PluginError(RubricflowError):
     """A plugin failed to load or registered something unusable."""
 
@@ -152,6 +165,12 @@ class IllegalTransitionError(ReviewError):
 
 class ArtifactConflictError(ReviewError):
     """Another writer changed the artifact first (optimistic lock); reload and retry."""
+
+
+class ArtifactIdTakenError(ReviewError):
+    """A new artifact's id is taken. Ids are unique across the store, so the id may be
+    taken by an artifact the caller cannot see: the message is the same for every taker
+    and says nothing of the artifact holding it."""
 
 
 class PreconditionFailedError(ArtifactConflictError):

@@ -15,9 +15,8 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from jsonschema import SchemaError, validators
-
 from rubricflow.errors import ConfigurationError, NotFoundError, ReviewError
+from rubricflow.review.content_schema import check_content_schema
 from rubricflow.review.context import (
     ReviewContext,
     check_json,
@@ -51,16 +50,7 @@ class ArtifactCommands:
                 )
             seen.add(binding.rubric_id)
             await self._context.store.rubrics.get(binding.rubric_id, binding.version)
-        if artifact_type.content_schema is not None:
-            schema = artifact_type.content_schema
-            try:
-                validators.validator_for(schema).check_schema(schema)
-            except SchemaError as error:
-                where = "/".join(str(p) for p in error.absolute_path)
-                raise ConfigurationError(
-                    f"the content schema of artifact type {artifact_type.name!r} is not a "
-                    f"valid JSON Schema: at $/{where}: {error.message}"
-                ) from None
+        check_content_schema(artifact_type)
         await self._context.repository.put_type(artifact_type)
         return artifact_type
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
+from rubricflow.content_bounds import check_content_bounds
 from rubricflow.errors import ArtifactConflictError, PreconditionFailedError, ReviewError
 from rubricflow.formats.document import lone_surrogate
 from rubricflow.plugins import PluginRegistry
@@ -20,8 +21,8 @@ from rubricflow.results import Evaluation
 from rubricflow.review.events import evaluation_event, transition_event
 from rubricflow.review.lifecycle import Lifecycle
 from rubricflow.store import Store
-from rubricflow.store.artifacts import (
 from rubricflow.store.artifact_models import SYSTEM_ACTOR
+from rubricflow.store.artifacts import (
     KEEP,
     Artifact,
     ArtifactEvent,
@@ -168,7 +169,10 @@ def expect_version(artifact: Artifact, expected_version: int | None) -> Iterator
 
 
 def check_json(value: Any, what: str) -> None:
-    """Content and metadata are stored as JSON: refuse what JSON cannot hold."""
+    """Content and metadata are stored as JSON: refuse what JSON cannot hold, and what
+    breaks the content bounds (`ContentBoundsError`: too deep, too many items, a string
+    too long, too large), before anything is stored."""
+    check_content_bounds(value, f"artifact {what}")
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as error:
@@ -188,15 +192,15 @@ def named(actor: str) -> str:
     """Who does this, as recorded; refused when nobody is named."""
     if not actor or not actor.strip():
         raise ReviewError("name who does this (actor); decisions are on the record")
-    return actor.strip()
-
-
-def why(reason: str) -> str:
     if actor.strip() == SYSTEM_ACTOR:
         raise ReviewError(
             f"the actor name {SYSTEM_ACTOR!r} is reserved for rubricflow's own decisions; "
             "name the person (or program) who does this"
         )
+    return actor.strip()
+
+
+def why(reason: str) -> str:
     """Why a human decided this, as recorded; refused when no reason is given."""
     if not reason or not reason.strip():
         raise ReviewError("give a reason; human decisions are on the record")

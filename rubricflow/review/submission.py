@@ -15,8 +15,6 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from jsonschema import FormatChecker, validators
-
 from rubricflow.errors import (
     ContentValidationError,
     NotFoundError,
@@ -24,6 +22,7 @@ from rubricflow.errors import (
     RubricflowError,
 )
 from rubricflow.review.claims import ReviewClaims
+from rubricflow.review.content_schema import schema_violations, schema_violations_off_loop
 from rubricflow.review.context import (
     ReviewContext,
     check_version,
@@ -79,7 +78,7 @@ class ArtifactSubmitter:
             async with self._context.repository.transaction() as tx:
                 artifact, artifact_type, last_seq, reviewed = await tx.get_for_submit(artifact_id)
                 check_version(artifact, expected_version)
-                check_content(artifact, artifact_type)
+                await check_content_off_loop(artifact, artifact_type)
                 submitted = await self._write_submit(
                     tx, artifact, artifact_type, last_seq, reviewed, actor, defer, expected_version
                 )
@@ -99,7 +98,7 @@ class ArtifactSubmitter:
         try:
             async with self._context.repository.transaction() as tx:
                 artifact_type = await tx.get_type(new.type_name)
-                check_submittable(artifact_type, new.content)
+                await check_submittable_off_loop(artifact_type, new.content)
                 artifact, created = await tx.insert_new(new)
                 try:
                     submitted = await self._write_submit(
@@ -217,13 +216,26 @@ class _Submitted:
 def check_submittable(artifact_type: ArtifactType, content: Any) -> None:
     """What `submit` refuses before anything changes, checked for content that is not an
     artifact yet: so creating and submitting in one step creates nothing it would refuse."""
+    _require_rubrics(artifact_type)
+    _refuse_new(artifact_type, schema_violations(artifact_type, content))
+
+
+async def check_submittable_off_loop(artifact_type: ArtifactType, content: Any) -> None:
+    """`check_submittable`, the content schema run in a worker thread."""
+    _require_rubrics(artifact_type)
+    _refuse_new(artifact_type, await schema_violations_off_loop(artifact_type, content))
+
+
+def _require_rubrics(artifact_type: ArtifactType) -> None:
     if not artifact_type.rubrics:
         raise ReviewError(
             f"artifact type {artifact_type.name!r} binds no rubrics, so its artifacts cannot "
             f"be reviewed; bind one with `rubricflow types set {artifact_type.name} --rubric "
             "RUBRIC_ID` (nothing was created)"
         )
-    problems = _schema_violations(artifact_type, content)
+
+
+def _refuse_new(artifact_type: ArtifactType, problems: list[str]) -> None:
     if problems:
         raise ContentValidationError(
             f"the content does not match the {artifact_type.name!r} type's content schema; "
@@ -234,7 +246,16 @@ def check_submittable(artifact_type: ArtifactType, content: Any) -> None:
 
 def check_content(artifact: Artifact, artifact_type: ArtifactType) -> None:
     """`ContentValidationError` listing each violation of the type's content schema."""
-    problems = _schema_violations(artifact_type, artifact.content)
+    _refuse_stored(artifact, artifact_type, schema_violations(artifact_type, artifact.content))
+
+
+async def check_content_off_loop(artifact: Artifact, artifact_type: ArtifactType) -> None:
+    """`check_content`, the content schema run in a worker thread."""
+    problems = await schema_violations_off_loop(artifact_type, artifact.content)
+    _refuse_stored(artifact, artifact_type, problems)
+
+
+def _refuse_stored(artifact: Artifact, artifact_type: ArtifactType, problems: list[str]) -> None:
     if problems:
         raise ContentValidationError(
             f"artifact {artifact.id!r} content does not match the {artifact_type.name!r} "
@@ -242,13 +263,3 @@ def check_content(artifact: Artifact, artifact_type: ArtifactType) -> None:
             "and submit again:",
             problems,
         )
-
-
-def _schema_violations(artifact_type: ArtifactType, content: Any) -> list[str]:
-    """Each violation of the type's content schema (at most 20), as `$/path: message`."""
-    schema = artifact_type.content_schema
-    if schema is None:
-        return []
-    validator = validators.validator_for(schema)(schema, format_checker=FormatChecker())
-    errors = sorted(validator.iter_errors(content), key=lambda e: list(e.absolute_path))
-    return [f"$/{'/'.join(str(p) for p in e.absolute_path)}: {e.message}" for e in errors[:20]]

@@ -26,7 +26,7 @@ from rubricflow.results import CriterionResult, Target, canonical_json
 from rubricflow.scorers.patterns import BoundedPattern, compile_bounded, regex_timeout
 from rubricflow.scoring import CheckResult, ScoringContext, error_result, result_from_value
 
-__all__ = ["SchemaScorer"]
+__all__ = ["SchemaScorer", "bounded_validator_class"]
 
 
 def _json_path(parts: Any) -> str:
@@ -100,6 +100,13 @@ def _bounded_validator(cls: Any) -> Any:
     if "additionalProperties" in keywords:
         replaced["additionalProperties"] = _additional_properties(keywords["additionalProperties"])
     return validators.extend(cls, replaced) if replaced else cls  # type: ignore[no-untyped-call]
+
+
+def bounded_validator_class(schema: dict[str, Any]) -> Any:
+    """The jsonschema validator class for `schema`'s dialect, its `pattern`,
+    `patternProperties` and `additionalProperties` on bounded patterns: for any schema a
+    stranger wrote (a rubric's, an artifact type's content schema)."""
+    return _bounded_validator(validators.validator_for(schema))
 
 
 class SchemaScorer:

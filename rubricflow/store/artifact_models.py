@@ -17,9 +17,11 @@ from pydantic import (
     Field,
     ModelWrapValidatorHandler,
     ValidationError,
+    field_serializer,
     model_validator,
 )
 
+from rubricflow.content_bounds import shown_within_depth
 from rubricflow.errors import ConfigurationError, ReviewError
 from rubricflow.model import (
     MAX_ID_LENGTH,
@@ -31,9 +33,9 @@ from rubricflow.results import canonical_json
 
 __all__ = [
     "KEEP",
+    "SYSTEM_ACTOR",
     "Artifact",
     "ArtifactEvent",
-    "SYSTEM_ACTOR",
     "ArtifactType",
     "Change",
     "Keep",
@@ -43,13 +45,13 @@ __all__ = [
     "content_hash",
 ]
 
-
-def _storable(value: str) -> str:
 #: the actor of every decision rubricflow makes itself (a review's verdict, a failed
 #: review's release, a lease taken over); no person may act under this name, so a
 #: decision by any other actor is a person's
 SYSTEM_ACTOR = "rubricflow"
 
+
+def _storable(value: str) -> str:
     if "\x00" in value:
         raise ValueError(NUL_MESSAGE)
     return value
@@ -138,6 +140,17 @@ class Artifact(BaseModel):
     #: failed reviews in a row (errors, incomplete evaluations, expired leases); the
     #: lifecycle dead-letters the artifact when they reach its limit
     failures: int = 0
+
+    @field_serializer("content")
+    def _content_shown(self, content: Any) -> Any:
+        """Content as stored, cut with a marker past `MAX_SHOWN_DEPTH` levels (rows stored
+        before the content bounds): a response that holds it never fails."""
+        return shown_within_depth(content)
+
+    @field_serializer("metadata")
+    def _metadata_shown(self, metadata: dict[str, Any]) -> dict[str, Any]:
+        shown: dict[str, Any] = shown_within_depth(metadata)
+        return shown
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rubricflow.content_bounds import check_content_bounds
 from rubricflow.results import Evaluation, Target
 from rubricflow.wire.problems import ApiProblem
 from rubricflow.wire.rubrics import MAX_DOCUMENT_CHARS
@@ -52,6 +53,17 @@ class EvaluateRequest(BaseModel):
             raise ValueError("give either `target` or `targets`, not both")
         if self.rubric is not None and (self.format is not None or self.rubric_id is not None):
             raise ValueError("`format` and `rubric_id` go with an inline `document`")
+        return self
+
+    @model_validator(mode="after")
+    def _bounded_targets(self) -> EvaluateRequest:
+        """Each target's content, reference and metadata keep the content bounds (a
+        `ContentBoundsError` is a ValueError: a 422 naming the bound and the path)."""
+        for index, target in enumerate(self.all_targets):
+            which = "target" if self.target is not None else f"targets[{index}]"
+            check_content_bounds(target.content, f"{which} content")
+            check_content_bounds(target.reference, f"{which} reference")
+            check_content_bounds(target.metadata, f"{which} metadata")
         return self
 
     @property
