@@ -4,9 +4,7 @@ bar, a results file, the store, a clean stop on Ctrl-C, `--resume`, and an HTML 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import signal
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -41,11 +39,11 @@ from rubricflow.cli.shared import (
 )
 
 if TYPE_CHECKING:
+    from rubricflow.batch import BatchRun
     from rubricflow.llm.session import LLMSession
     from rubricflow.model import Rubric
     from rubricflow.plugins import PluginRegistry
     from rubricflow.results import Evaluation
-    from rubricflow.store import Store
 
 __all__ = ["eval_command", "sized_windows"]
 
@@ -154,19 +152,6 @@ def _print_evaluation(evaluation: Evaluation, rubric: Rubric) -> None:
     if evaluation.llm_calls:
         out.print(f"LLM: {escape(usage_text(evaluation.usage()))}")
     out.print()
-
-
-async def _open_store(db: str, rubric: Rubric, source_format: str | None) -> Store:
-    """The store at `db`, with `rubric` registered (the same content again is a no-op)."""
-    from rubricflow.store import Store
-
-    store = await Store.open(db)
-    try:
-        await store.rubrics.register(rubric, source_format=source_format)
-    except BaseException:
-        await store.close()
-        raise
-    return store
 
 
 def _suite_document(path: Path) -> Any:
@@ -335,6 +320,120 @@ def _progress_fields(tally: Any) -> dict[str, str]:
     }
 
 
+class _Screen:
+    """What `eval` shows as its run goes (an `EvalObserver`): each evaluation (a table,
+    or a JSON line with --json), the progress bar on stderr, the resume and stop lines."""
+
+    def __init__(
+        self, rubric: Rubric, *, total: int | None, as_json: bool, quiet: bool, progress: bool
+    ) -> None:
+        self.rubric = rubric
+        self.total = total
+        self.as_json = as_json
+        self.quiet = quiet
+        self.progress = progress
+        self._bar: Any = None
+        self._task: Any = None
+
+    def stopping(self) -> None:
+        err.print(
+            "stopping: finishing the targets in flight and writing what is done "
+            "(Ctrl-C again to abandon them)"
+        )
+
+    def prepared(self, batch: BatchRun) -> None:
+        if batch.tally.skipped:
+            err.print(
+                f"resuming run {escape(batch.info.id)}: {batch.tally.skipped} target(s) "
+                "already finished are not judged again"
+            )
+        if not self.progress:
+            return
+        remaining = None if self.total is None else max(self.total - batch.tally.skipped, 0)
+        self._bar = _progress_bar(self.total)
+        self._bar.start()
+        self._task = self._bar.add_task(
+            f"run {batch.info.id}", total=remaining, **_progress_fields(batch.tally)
+        )
+
+    def evaluated(self, evaluation: Evaluation, batch: BatchRun) -> None:
+        self._show(evaluation)
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, advance=1, **_progress_fields(batch.tally))
+
+    def closing(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def _show(self, evaluation: Evaluation) -> None:
+        if self.quiet:
+            return
+        if self.as_json:
+            sys.stdout.write(json.dumps(_evaluation_line(evaluation), ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+        else:
+            _print_evaluation(evaluation, self.rubric)
+        if getattr(sys.stdout, "reader_gone", False):
+            # `eval ... | head -60`: nobody reads on, so stop judging (and paying for)
+            # the rest; the run is written as interrupted, to resume
+            raise BrokenPipeError
+
+
+def _write_files(
+    batch: BatchRun,
+    rubric: Rubric,
+    rubrics: dict[str, Rubric],
+    *,
+    report: Path | None,
+    junit: Path | None,
+) -> None:
+    """The --report and --junit files, from the whole run (earlier sessions' too)."""
+    if report is not None:
+        from rubricflow.report import write_report
+
+        with user_errors():
+            written = write_report(batch.data(), report)
+        err.print(f"report: {escape(str(written))}")
+    if junit is not None:
+        from rubricflow.ci.junit import rubric_label, write_junit
+
+        rubrics.setdefault(rubric_label(rubric.id, rubric.version), rubric)
+        with user_errors():
+            written = write_junit(batch.data(), junit, rubrics)
+        err.print(f"junit: {escape(str(written))}")
+
+
+def _warn_repeated(batch: BatchRun, source: str) -> None:
+    """Target ids met more than once: the run keeps only the last evaluation of each."""
+    if not batch.repeated:
+        return
+    ids = list(batch.repeated)
+    shown = ", ".join(repr(i) for i in ids[:5]) + (
+        f" and {len(ids) - 5} more" if len(ids) > 5 else ""
+    )
+    err.print(
+        f"warning: {escape(source)}: target id(s) {escape(shown)} appear more than "
+        "once; a run keeps only the last evaluation of each id (its summary, report and "
+        "--resume): give every target its own id"
+    )
+
+
+def _print_summary(batch: BatchRun) -> None:
+    """The closing line: how many targets, how they ended, the run, the LLM usage."""
+    tally = batch.tally
+    skipped = ""
+    if tally.skipped:
+        skipped = f" ({tally.skipped} finished earlier"
+        skipped += f", {tally.earlier_failed} of them failed)" if tally.earlier_failed else ")"
+    out.print(
+        f"{tally.done} target(s){skipped}: {tally.passed} passed, {tally.failed} failed, "
+        f"{tally.incomplete} incomplete; run {escape(batch.info.id)}"
+        + (escape(f" [{batch.info.status}]") if batch.info.status != "finished" else "")
+    )
+    if tally.llm_calls or tally.cache_hits:
+        out.print(f"LLM usage: {escape(usage_text(tally.usage()))}")
+
+
 def eval_command(
     rubric_path: Annotated[
         Path,
@@ -437,7 +536,7 @@ def eval_command(
     Exit 0 when every target passed, 1 when any failed or was incomplete, 2 on usage or
     input errors, 130 when interrupted.
     """
-    from rubricflow.batch import BatchRun
+    from rubricflow.eval_run import EvalRun
     from rubricflow.runs import RunInfo, new_run_id
 
     if junit is not None:
@@ -487,147 +586,51 @@ def eval_command(
             "run_given": run_id is not None,
         },
     )
-    show_progress = progress if progress is not None else err.is_terminal
-    state: dict[str, Any] = {"interrupted": False, "batch": None}
-
-    def _show(evaluation: Any) -> None:
-        if quiet:
-            return
-        if as_json:
-            sys.stdout.write(json.dumps(_evaluation_line(evaluation), ensure_ascii=False) + "\n")
-            sys.stdout.flush()
-        else:
-            _print_evaluation(evaluation, rubric)
-        if getattr(sys.stdout, "reader_gone", False):
-            # `eval ... | head -60`: nobody reads on, so stop judging (and paying for)
-            # the rest; the run is written as interrupted, to resume
-            raise BrokenPipeError
-
-    async def run() -> None:
-        from rubricflow.store import Store
-
-        store = None
-        if db is not None:
-            if cases.shared:
-                store = await _open_store(db, rubric, source_format)
-            else:
-                store = await Store.open(db)
-        if store is not None and not no_cache:
-            judge.cache = store.judge_cache  # workers sharing the store share answers
-        keep = report is not None or junit is not None
-        batch = BatchRun(info, output=output, store=store, resume=resume, keep=keep)
-        state["batch"] = batch
-        batch.tally.total = cases.total
-        main_task = asyncio.current_task()
-        loop = asyncio.get_running_loop()
-
-        def on_interrupt() -> None:
-            if not batch.stopping:
-                batch.stop()
-                state["interrupted"] = True
-                err.print(
-                    "stopping: finishing the targets in flight and writing what is done "
-                    "(Ctrl-C again to abandon them)"
-                )
-            elif main_task is not None:
-                main_task.cancel()
-
-        # not possible off the main thread or on Windows: Ctrl-C then stops at once
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signal.SIGINT, on_interrupt)
-        bar = _progress_bar(cases.total) if show_progress else None
-        try:
-            await batch.prepare()
-            if batch.tally.skipped:
-                err.print(
-                    f"resuming run {escape(batch.info.id)}: {batch.tally.skipped} target(s) "
-                    "already finished are not judged again"
-                )
-            remaining = None if cases.total is None else max(cases.total - batch.tally.skipped, 0)
-            task = None
-            if bar is not None:
-                bar.start()
-                task = bar.add_task(
-                    f"run {batch.info.id}", total=remaining, **_progress_fields(batch.tally)
-                )
-            stream = batch.run(
-                cases.pairs,
-                target_concurrency=in_flight,
-                plugins=plugins,
-                concurrency=concurrency,
-                allow_import=allow_import,
-                options={"llm": judge, "samples": samples, "llm_feedback": llm_feedback},
-            )
-            async with contextlib.aclosing(stream):
-                async for evaluation in stream:
-                    _show(evaluation)
-                    if bar is not None and task is not None:
-                        bar.update(task, advance=1, **_progress_fields(batch.tally))
-        except asyncio.CancelledError:
-            state["interrupted"] = True
-        except BaseException:
-            # e.g. a malformed JSONL line: the run stopped short, and --resume continues it
-            state["interrupted"] = True
-            raise
-        finally:
-            if bar is not None:
-                bar.stop()
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.remove_signal_handler(signal.SIGINT)
-            await judge.aclose()
-            try:
-                await batch.close(interrupted=state["interrupted"])
-            finally:
-                if store is not None:
-                    await store.close()
-
+    evaluation_run = EvalRun(
+        info,
+        judge=judge,
+        db=db,
+        rubric=rubric if cases.shared else None,
+        source_format=source_format,
+        output=output,
+        resume=resume,
+        keep=report is not None or junit is not None,
+        share_cache=not no_cache,
+    )
+    screen = _Screen(
+        rubric,
+        total=cases.total,
+        as_json=as_json,
+        quiet=quiet,
+        progress=progress if progress is not None else err.is_terminal,
+    )
     with user_errors():
         try:
-            asyncio.run(run())
+            asyncio.run(
+                evaluation_run.run(
+                    cases.pairs,
+                    total=cases.total,
+                    observer=screen,
+                    target_concurrency=in_flight,
+                    plugins=plugins,
+                    concurrency=concurrency,
+                    allow_import=allow_import,
+                    options={"llm": judge, "samples": samples, "llm_feedback": llm_feedback},
+                )
+            )
         except (asyncio.CancelledError, KeyboardInterrupt):
-            state["interrupted"] = True
-    batch: BatchRun | None = state["batch"]
+            evaluation_run.interrupted = True
+    batch = evaluation_run.batch
     if batch is None:
         raise typer.Exit(EXIT_FAILED)
+    _write_files(batch, rubric, rubrics, report=report, junit=junit)
     tally = batch.tally
-    if report is not None:
-        from rubricflow.report import write_report
-
-        with user_errors():
-            written = write_report(batch.data(), report)
-        err.print(f"report: {escape(str(written))}")
-    if junit is not None:
-        from rubricflow.ci.junit import rubric_label, write_junit
-
-        rubrics.setdefault(rubric_label(rubric.id, rubric.version), rubric)
-        with user_errors():
-            written = write_junit(batch.data(), junit, rubrics)
-        err.print(f"junit: {escape(str(written))}")
-    if tally.done + tally.skipped == 0 and not state["interrupted"]:
+    if tally.done + tally.skipped == 0 and not evaluation_run.interrupted:
         fail(f"{cases.source}: holds no targets; give one target object or JSONL lines")
-    if batch.repeated:
-        ids = list(batch.repeated)
-        shown = ", ".join(repr(i) for i in ids[:5]) + (
-            f" and {len(ids) - 5} more" if len(ids) > 5 else ""
-        )
-        err.print(
-            f"warning: {escape(cases.source)}: target id(s) {escape(shown)} appear more than "
-            "once; a run keeps only the last evaluation of each id (its summary, report and "
-            "--resume): give every target its own id"
-        )
+    _warn_repeated(batch, cases.source)
     if not as_json or quiet:
-        skipped = ""
-        if tally.skipped:
-            skipped = f" ({tally.skipped} finished earlier"
-            skipped += f", {tally.earlier_failed} of them failed)" if tally.earlier_failed else ")"
-        out.print(
-            f"{tally.done} target(s){skipped}: {tally.passed} passed, {tally.failed} failed, "
-            f"{tally.incomplete} incomplete; run {escape(batch.info.id)}"
-            + (escape(f" [{batch.info.status}]") if batch.info.status != "finished" else "")
-        )
-        if tally.llm_calls or tally.cache_hits:
-            out.print(f"LLM usage: {escape(usage_text(tally.usage()))}")
-    if state["interrupted"]:
+        _print_summary(batch)
+    if evaluation_run.interrupted:
         err.print(
             f"interrupted: {tally.done} target(s) written; continue with --resume"
             + (f" --run {batch.info.id}" if db is not None and output is None else "")
