@@ -6,8 +6,7 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,20 +18,29 @@ from rubricflow.errors import (
     RubricLoadError,
     RubricValidationError,
 )
-from rubricflow.formats.document import parse_text, read_document
+from rubricflow.formats.document import (
+    check_rubric_size,
+    parse_rubric_text,
+    parse_text,
+    read_document,
+)
 from rubricflow.formats.loader import detect_format, load_document
 from rubricflow.model import Rubric
+from rubricflow.settings import current
 
 if TYPE_CHECKING:
     from rubricflow.plugins import PluginRegistry
 
 __all__ = [
+    "UNRESOLVED_PATHS",
     "FileReport",
     "RubricReport",
     "config_problems",
     "lint_file",
     "lint_rubric",
     "refuse_broken_configs",
+    "refuse_over_budget_templates",
+    "template_problems",
     "untrusted_problems",
     "validate_document",
     "validate_file",
@@ -62,6 +70,12 @@ class FileReport:
     @property
     def valid(self) -> bool:
         return not self.errors
+
+    @property
+    def unresolved(self) -> list[Problem]:
+        """Warnings of checks or scorers no installed plugin provides (a misspelt name,
+        a missing plugin): they cannot run as written."""
+        return [w for w in self.warnings if w.path.endswith(UNRESOLVED_PATHS)]
 
     @property
     def meta_rubric(self) -> dict[str, Any] | None:
@@ -127,6 +141,19 @@ def _weight_warnings(rubric: Rubric, warnings: list[Problem]) -> set[str | None]
     return all_zero
 
 
+UNRESOLVED_PATHS = (".scoring.function", ".scoring.method")
+"""Where `lint_rubric` warns of a check or scorer no installed plugin provides: `validate
+--strict` fails a file with such a warning."""
+
+
+def _did_you_mean(name: str, known: Iterable[str]) -> str:
+    """" (did you mean 'x'?)" for the closest known name, if one is close."""
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def lint_rubric(rubric: Rubric, plugins: PluginRegistry | None = None) -> list[Problem]:
     """Warnings for what is legal but suspicious, and meta-rubric findings below pass."""
     warnings: list[Problem] = []
@@ -146,7 +173,8 @@ def lint_rubric(rubric: Rubric, plugins: PluginRegistry | None = None) -> list[P
             warnings.append(
                 Problem(
                     f"{where}.scoring.method",
-                    f"no installed plugin provides scorer {method!r} (installed: "
+                    f"no installed plugin provides scorer {method!r}"
+                    f"{_did_you_mean(method, [*scorers, *LLM_METHODS])} (installed: "
                     f"{', '.join(sorted(scorers)) or 'none'}); install the plugin that provides it",
                 )
             )
@@ -164,7 +192,8 @@ def lint_rubric(rubric: Rubric, plugins: PluginRegistry | None = None) -> list[P
                 warnings.append(
                     Problem(
                         f"{where}.scoring.function",
-                        f"no installed plugin registers check {function!r}; "
+                        f"no installed plugin registers check {function!r}"
+                        f"{_did_you_mean(function, functions)}; "
                         "install the plugin that provides it",
                     )
                 )
@@ -196,6 +225,56 @@ def config_problems(rubric: Rubric, plugins: PluginRegistry) -> list[Problem]:
             where = f"criteria[{index}].scoring.config" + (f".{field_path}" if field_path else "")
             problems.append(Problem(where, f"{message} (options of check {scoring.function!r})"))
     return problems
+
+
+def template_problems(rubric: Rubric) -> list[Problem]:
+    """Each criterion template that runs past its render budget (`Limits.template_*`)
+    even before it sees a target: it is rendered once with empty content, any name it
+    uses standing for nothing, so `'x' * 10**9` or `'%0999999999d' | format(1)` is found
+    at lint and registration, not at the first evaluation."""
+    from jinja2 import ChainableUndefined
+
+    from rubricflow.llm.prompts import (
+        PromptError,
+        TemplateBudgetError,
+        render_rubric_template,
+        template_budget,
+    )
+    from rubricflow.results import Target
+
+    problems: list[Problem] = []
+    budget = template_budget()
+    for index, criterion in enumerate(rubric.criteria):
+        template = criterion.scoring.template
+        if not template:
+            continue
+        try:
+            render_rubric_template(
+                template, Target(content=""), budget=budget, undefined=ChainableUndefined
+            )
+        except TemplateBudgetError as error:
+            problems.append(
+                Problem(
+                    f"criteria[{index}].scoring.template",
+                    f"criterion {criterion.id!r}: {error}",
+                )
+            )
+        except PromptError:
+            pass  # it may need the target's content: it is rendered for each target
+    return problems
+
+
+def refuse_over_budget_templates(rubrics: Sequence[Rubric], source: str) -> None:
+    """`RubricValidationError` naming every criterion whose template is over its budget
+    (`template_problems`); a rubric that cannot be judged is not registered either."""
+    problems: list[Problem] = []
+    for rubric in rubrics:
+        found = template_problems(rubric)
+        if len(rubrics) > 1:
+            found = [Problem(f"{rubric.id}: {p.path}", p.message) for p in found]
+        problems.extend(found)
+    if problems:
+        raise RubricValidationError(problems, source)
 
 
 def refuse_broken_configs(rubrics: Sequence[Rubric], plugins: PluginRegistry, source: str) -> None:
@@ -255,7 +334,10 @@ def validate_text(
     names it in messages, `suffix` (`.json`, `.yaml`) says how to parse it. A rubric
     given as text cannot refer to files next to it (a JSON Schema by `schema_ref`)."""
     try:
-        document = parse_text(text, source, suffix=suffix)
+        check_rubric_size(len(text.encode("utf-8", "surrogatepass")), source)
+        document = (
+            parse_text(text, source, suffix=suffix) if suffix else parse_rubric_text(text, source)
+        )
     except (RubricValidationError, RubricLoadError) as error:
         return _unreadable(source, error)
     return validate_document(document, source=source, format=format, plugins=plugins)
@@ -300,7 +382,7 @@ def validate_document(
     for rubric in loaded.rubrics:
         report.errors.extend(
             Problem(f"{rubric.id}: {p.path}", p.message) if many else p
-            for p in config_problems(rubric, registry)
+            for p in [*config_problems(rubric, registry), *template_problems(rubric)]
         )
         meta = assess_rubric(rubric)
         warnings = lint_rubric(rubric, plugins)
@@ -331,7 +413,7 @@ def lint_file(
     try:
         return validate_file(path, format=format, plugins=plugins)
     except Exception as error:
-        if os.environ.get("RUBRICFLOW_DEBUG"):
+        if current().debug:
             raise
         report = FileReport(str(path))
         report.errors.append(

@@ -40,14 +40,16 @@ def validate_command(
     strict: Annotated[
         bool,
         typer.Option(
-            "--strict", help="Also fail (exit 1) a valid file whose meta-rubric check fails."
+            "--strict",
+            help="Also fail (exit 1) a valid file whose meta-rubric check fails, or that "
+            "names a check or scorer no installed plugin provides.",
         ),
     ] = False,
 ) -> None:
     """Check rubric files: format, model rules, and the meta-rubric's structural checks.
 
     Exit 0 when every file is valid, 1 when any is invalid (with --strict: or fails the
-    meta-rubric), 2 on usage errors.
+    meta-rubric, or names a check or scorer that is not installed), 2 on usage errors.
     """
     from rubricflow.validation import lint_file
 
@@ -63,11 +65,22 @@ def validate_command(
         invalid = sum(not r.valid for r in reports)
         summary = f"{len(reports) - invalid} valid, {invalid} invalid"
         out.print(summary if len(reports) > 1 else "", end="\n" if len(reports) > 1 else "")
-    failed = [r for r in reports if not r.valid or (strict and not _meta_passed(r))]
-    weak = [r.path for r in failed if r.valid]
-    if weak and not as_json:
-        err.print(f"--strict: the meta-rubric fails {escape(', '.join(weak))}")
+    failed = [r for r in reports if not r.valid or (strict and _strict_failure(r))]
+    if not as_json:
+        for report in failed:
+            if report.valid:
+                err.print(f"--strict: {escape(report.path)}: {_strict_failure(report)}")
     raise typer.Exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+def _strict_failure(report: FileReport) -> str:
+    """Why --strict fails a valid file ("" when it does not)."""
+    if report.unresolved:
+        names = ", ".join(w.path for w in report.unresolved)
+        return f"names checks or scorers that are not installed ({names})"
+    if not _meta_passed(report):
+        return "the meta-rubric fails"
+    return ""
 
 
 def _meta_passed(report: FileReport) -> bool:

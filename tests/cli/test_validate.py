@@ -330,6 +330,30 @@ def test_unknown_scorer_warns(cli: CliRunner, tmp_path: Path) -> None:
     assert "no installed plugin provides scorer 'telepathy'" in warning["message"]
 
 
+def test_a_misspelt_check_gets_a_suggestion_and_fails_under_strict(
+    cli: CliRunner, tmp_path: Path
+) -> None:
+    """Issue 31: a misspelt check function was "valid", exit 0, even with --strict."""
+    document = rubric()
+    document["criteria"][0]["scoring"] = {
+        "method": "deterministic",
+        "function": "word_count_betwen",
+        "config": {"max": 5},
+    }
+    path = write(tmp_path, "r.yaml", document)
+    (file,) = json_report(cli, path)
+    (warning,) = [w for w in file["warnings"] if w["path"] == "criteria[0].scoring.function"]
+    assert "(did you mean 'word_count_between'?)" in warning["message"]
+    assert invoke(cli, "validate", str(path)).exit_code == 0
+    strict = invoke(cli, "validate", "--strict", str(path))
+    assert strict.exit_code == 1
+    assert "not installed (criteria[0].scoring.function)" in strict.stderr
+    document["criteria"][0]["scoring"] = {"method": "deterministic", "function": "mentions_x"}
+    (file,) = json_report(cli, write(tmp_path, "far.yaml", document))
+    (warning,) = [w for w in file["warnings"] if w["path"] == "criteria[0].scoring.function"]
+    assert "did you mean" not in warning["message"]  # nothing close: no wild guess
+
+
 # --- usage errors ---------------------------------------------------------------------
 
 
