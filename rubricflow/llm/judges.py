@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypedDict
 
 from rubricflow.formats import judgespec
 from rubricflow.llm.answers import (
@@ -427,7 +427,7 @@ async def judge_oneshot(
     together = f"judged in one call with {', '.join(ids)}" if len(ids) > 1 else ""
     for index, criterion in enumerate(judged):
 
-        def pick(value: Any, cid: str = criterion.id) -> _Vote | str:
+        def pick(value: OneshotReading, cid: str = criterion.id) -> _Vote | str:
             entry = value["entries"].get(cid)
             if entry is not None:
                 return _Vote(entry["verdict"], entry["reasoning"])
@@ -437,7 +437,7 @@ async def judge_oneshot(
 
         tally = _tally(answers, pick)
         extra = [together] if together else []
-        unknown = sorted({u for answer in answers if answer.value for u in answer.value["unknown"]})
+        unknown = sorted({u for reading in _oneshot_readings(answers) for u in reading["unknown"]})
         if unknown:
             extra.append(f"the answer also named unknown criteria: {', '.join(unknown)}")
         if index > 0 and calls:
@@ -464,6 +464,31 @@ def _oneshot_tokens(session: LLMSession, count: int) -> int:
     return max(base, 150 * count)
 
 
+class OneshotEntry(TypedDict):
+    """One criterion's verdict in a one-shot answer, as the judge wrote it."""
+
+    id: str
+    reasoning: str
+    verdict: str  # MET | UNMET
+
+
+class OneshotReading(TypedDict):
+    """A one-shot answer read (a `Reading`'s value): the entry of each asked criterion
+    the judge named exactly once, and the asked ids it left out or repeated, and the
+    ids it named that were not asked. A plain dict at runtime, so the answer's text is
+    cleaned and cached like any other reading."""
+
+    entries: dict[str, OneshotEntry]
+    missing: list[str]
+    repeated: list[str]
+    unknown: list[str]
+
+
+def _oneshot_readings(answers: Sequence[Answer]) -> list[OneshotReading]:
+    """The one-shot readings among `answers` (those that were read at all)."""
+    return [answer.value for answer in answers if answer.value]
+
+
 def _oneshot_reader(ids: Sequence[str]) -> Callable[[str], Reading]:
     generic = oneshot_schema()
     known = set(ids)
@@ -476,7 +501,7 @@ def _oneshot_reader(ids: Sequence[str]) -> Callable[[str], Reading]:
         missing = [cid for cid in ids if counts[cid] == 0]
         repeated = [cid for cid in ids if counts[cid] > 1]
         unknown = sorted(cid for cid in counts if cid not in known)
-        entries = {
+        entries: dict[str, OneshotEntry] = {
             item["id"]: item for item in items if item["id"] in known and counts[item["id"]] == 1
         }
         problems = []
@@ -488,7 +513,9 @@ def _oneshot_reader(ids: Sequence[str]) -> Callable[[str], Reading]:
             problems.append(
                 f"unknown criterion ids: {', '.join(unknown)} (valid: {', '.join(ids)})"
             )
-        reading = {"entries": entries, "missing": missing, "repeated": repeated, "unknown": unknown}
+        reading = OneshotReading(
+            entries=entries, missing=missing, repeated=repeated, unknown=unknown
+        )
         return Reading(reading, tuple(problems))
 
     return read
