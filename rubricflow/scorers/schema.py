@@ -20,6 +20,8 @@ from typing import Any
 
 from jsonschema import FormatChecker, ValidationError, validators
 from jsonschema.protocols import Validator
+from referencing import Registry
+from referencing.exceptions import Unresolvable
 
 from rubricflow.model import Criterion
 from rubricflow.results import CriterionResult, Target, canonical_json
@@ -34,6 +36,11 @@ def _json_path(parts: Any) -> str:
     for part in parts:
         path += f"[{part}]" if isinstance(part, int) else f".{part}"
     return path
+
+
+#: resolves references within a schema (and the dialects' metaschemas jsonschema adds);
+#: anything else is unresolvable: a stranger's schema never makes us read a file or fetch a URL
+_NO_RETRIEVAL: Registry[Any] = Registry()
 
 
 @lru_cache(maxsize=1024)
@@ -121,7 +128,7 @@ class SchemaScorer:
         validator = self._validators.get(key)
         if validator is None:
             cls = _bounded_validator(validators.validator_for(schema))
-            validator = cls(schema, format_checker=FormatChecker())
+            validator = cls(schema, format_checker=FormatChecker(), registry=_NO_RETRIEVAL)
             self._validators[key] = validator
         return validator
 
@@ -146,9 +153,18 @@ class SchemaScorer:
                 return result_from_value(
                     criterion, context, self.name, CheckResult(False, [why]), what="schema check"
                 )
-        errors = sorted(
-            self._validator(schema).iter_errors(content), key=lambda e: list(e.absolute_path)
-        )
+        try:
+            errors = sorted(
+                self._validator(schema).iter_errors(content), key=lambda e: list(e.absolute_path)
+            )
+        except Unresolvable as error:
+            ref = getattr(error, "ref", str(error))
+            return error_result(
+                criterion,
+                self.name,
+                f"the JSON Schema refers to {ref!r}, outside itself; references are never read "
+                "nor fetched: put the referred schema under `$defs` (or use scoring.schema_ref)",
+            )
         evidence = [f"{_json_path(e.absolute_path)}: {e.message}" for e in errors]
         return result_from_value(
             criterion, context, self.name, CheckResult(not errors, evidence), what="schema check"
