@@ -279,17 +279,35 @@ def _render_command(path: tuple[str, ...], command: Any, ctx: Any) -> list[str]:
         lines += [paragraph, ""]
     lines += ["```", _usage(path, command), "```", ""]
     if _is_group(command):
-        rows = []
-        for name in command.list_commands(ctx):
-            sub = command.get_command(ctx, name)
-            if sub is None or getattr(sub, "hidden", False):
-                continue
-            sub_title = f"{title} {name}"
-            summary = _first_sentence(sub.help or sub.short_help or "")
-            rows.append(f"| [`{name}`](#{_anchor(sub_title)}) | {_cell(summary)} |")
-        lines += ["| command | what it does |", "|---|---|", *rows, ""]
+        lines += _render_subcommands(title, command, ctx)
         if not getattr(command, "invoke_without_command", False):
             return lines
+    lines += _render_params(command)
+    if codes:
+        lines += ["Exit codes:", ""]
+        lines += [f"- `{code}`: {meaning}" for code, meaning in codes]
+        lines.append("")
+    else:
+        lines += ["Exit codes: the [common ones](#exit-codes).", ""]
+    return lines
+
+
+def _render_subcommands(title: str, command: Any, ctx: Any) -> list[str]:
+    """A group's table of its visible commands, each linked to its section."""
+    rows = []
+    for name in command.list_commands(ctx):
+        sub = command.get_command(ctx, name)
+        if sub is None or getattr(sub, "hidden", False):
+            continue
+        sub_title = f"{title} {name}"
+        summary = _first_sentence(sub.help or sub.short_help or "")
+        rows.append(f"| [`{name}`](#{_anchor(sub_title)}) | {_cell(summary)} |")
+    return ["| command | what it does |", "|---|---|", *rows, ""]
+
+
+def _render_params(command: Any) -> list[str]:
+    """A command's tables of visible arguments and options."""
+    lines: list[str] = []
     arguments = _visible(command.params, "argument")
     if arguments:
         lines += ["Arguments:", "", _TABLE_HEAD.format("argument"), _TABLE_RULE]
@@ -311,12 +329,6 @@ def _render_command(path: tuple[str, ...], command: Any, ctx: Any) -> list[str]:
                 f"{_cell(_default_text(param))} | {_cell(getattr(param, 'help', None) or '')} |"
             )
         lines.append("")
-    if codes:
-        lines += ["Exit codes:", ""]
-        lines += [f"- `{code}`: {meaning}" for code, meaning in codes]
-        lines.append("")
-    else:
-        lines += ["Exit codes: the [common ones](#exit-codes).", ""]
     return lines
 
 
