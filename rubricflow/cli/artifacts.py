@@ -27,7 +27,7 @@ from rubricflow.cli.shared import (
     run_on,
     table,
 )
-from rubricflow.errors import IllegalTransitionError, ReviewError
+from rubricflow.errors import IllegalTransitionError, NotFoundError, ReviewError
 
 if TYPE_CHECKING:
     from rubricflow.application import Application
@@ -62,6 +62,16 @@ def _run_transition(
             raise ReviewError(await app.artifacts.explain_refusal(error)) from None
 
     return run_on(db, server, token, local=told, remote=remote)
+
+
+def _with_type_hint(error: NotFoundError, target: str) -> NotFoundError:
+    """No artifact has this id; when it names a file, say how to submit the file."""
+    if not Path(target).is_file():
+        return error
+    return NotFoundError(
+        f"{error}. {target!r} is a file: to create an artifact from it and submit it, add "
+        "--type TYPE (`rubricflow types list` shows the types)"
+    )
 
 
 def _outcome_document(outcome: ReviewOutcomeOut) -> dict[str, Any]:
@@ -176,14 +186,20 @@ def artifacts_submit(
                 type_name, content, actor=who, title=title, defer=defer
             )
         else:
-            outcome = await app.artifacts.submit_for_review(target, actor=who, defer=defer)
+            try:
+                outcome = await app.artifacts.submit_for_review(target, actor=who, defer=defer)
+            except NotFoundError as error:
+                raise _with_type_hint(error, target) from None
         return outcome.artifact, outcome.to_dict()
 
     async def remote(client: AsyncClient) -> tuple[Artifact, dict[str, Any]]:
         if type_name is not None:
             outcome = await client.submit(type_name, content, title=title, defer=defer)
         else:
-            outcome = await client.submit_artifact(target, defer=defer)
+            try:
+                outcome = await client.submit_artifact(target, defer=defer)
+            except NotFoundError as error:
+                raise _with_type_hint(error, target) from None
         return outcome.artifact, _outcome_document(outcome)
 
     artifact, document = _run_transition(db, server, token, work, remote)

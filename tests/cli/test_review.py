@@ -347,6 +347,8 @@ def test_artifact_errors_exit_2_with_a_message_and_no_traceback(cli: Cli, tmp_pa
         "submit",
     )
     assert_error(cli("artifacts", "submit", "--type", "ghost", good), "ghost")
+    # a file without --type: no artifact has that id, and the hint says how to submit it
+    assert_error(cli("artifacts", "submit", good), "no artifact", "is a file", "add --type TYPE")
     assert_error(
         cli("artifacts", "submit", "--type", "post", tmp_path / "missing.json"), "no such file"
     )
