@@ -73,6 +73,24 @@ class Reading:
     problems: tuple[str, ...] = ()
 
 
+def _nul_free(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "")
+    if type(value) is dict:
+        return {_nul_free(k): _nul_free(v) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(_nul_free(v) for v in value)
+    return value
+
+
+def _read(question: Question, text: str) -> Reading:
+    """The answer read, with every NUL dropped from the text the judge wrote (reasoning,
+    evidence, feedback), raw or as a `\\u0000` escape in its JSON: no store keeps one
+    (PostgreSQL refuses it in text). Fresh answers and cached ones alike."""
+    reading = question.read(text.replace("\x00", ""))
+    return replace(reading, value=_nul_free(reading.value))
+
+
 @dataclass(frozen=True)
 class Question:
     """One thing to ask a judge. `read` parses and validates the answer text (raising
@@ -339,7 +357,7 @@ class LLMSession:
             problem: str | None = None
             reading: Reading | None = None
             try:
-                reading = question.read(response.text)
+                reading = _read(question, response.text)
             except AnswerError as error:
                 problem = str(error)
             except Exception as error:  # a reader bug must not become a score
@@ -525,7 +543,7 @@ class LLMSession:
         try:
             stored = json.loads(raw)
             text = scrubber_of(provider).scrub(stored["text"])
-            cached = question.read(text)
+            cached = _read(question, text)
         except Exception:
             return None  # an entry this version cannot use is a miss, never an answer
         if cached.problems:

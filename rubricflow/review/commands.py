@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rubricflow.errors import ConfigurationError, NotFoundError, ReviewError
+from rubricflow.identifiers import check_id
 from rubricflow.review.content_schema import check_content_schema
 from rubricflow.review.context import (
     ReviewContext,
@@ -40,6 +41,7 @@ class ArtifactCommands:
     async def set_type(self, artifact_type: ArtifactType) -> ArtifactType:
         """Define or replace an artifact type. Its rubrics must be registered already,
         each bound once; its content schema must be a valid JSON Schema."""
+        check_id(artifact_type.name, what="the artifact type's name", path_segment=False)
         seen: set[str] = set()
         for binding in artifact_type.rubrics:
             if binding.rubric_id in seen:

@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from importlib import metadata
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from rubricflow.application import Application
 from rubricflow.server.access_log import OperationsMiddleware
@@ -28,6 +28,7 @@ from rubricflow.server.problems import PROBLEM_RESPONSES, install_problem_handle
 from rubricflow.server.routes import routers
 from rubricflow.server.services import for_settings, stop_on_signals
 from rubricflow.server.settings import ServerSettings
+from rubricflow.server.text_guard import refuse_unstorable_text
 from rubricflow.telemetry import attach as attach_telemetry
 
 __all__ = ["create_app", "create_app_from_env"]
@@ -94,6 +95,8 @@ def create_app(
         lifespan=lifespan,
         # any request may be malformed (400), too big (413) or refused (401, 422)
         responses={k: v for k, v in PROBLEM_RESPONSES.items() if k in (400, 401, 413, 422)},
+        # text no store keeps (NUL in a path or query, a lone surrogate) is a 422 first
+        dependencies=[Depends(refuse_unstorable_text)],
     )
     app.state.settings = settings
     install_problem_handlers(app)

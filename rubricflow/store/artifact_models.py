@@ -23,6 +23,7 @@ from pydantic import (
 
 from rubricflow.content_bounds import shown_within_depth
 from rubricflow.errors import ConfigurationError, ReviewError
+from rubricflow.identifiers import id_problem
 from rubricflow.model import (
     MAX_ID_LENGTH,
     MAX_NAME_LENGTH,
@@ -244,7 +245,9 @@ def _check_text(value: str | None, what: str, limit: int | None = None) -> None:
 
 
 def _check_new_artifact(new: NewArtifact) -> None:
-    _check_text(new.artifact_id, "the artifact id", MAX_ID_LENGTH)
+    problem = id_problem(new.artifact_id, what="the artifact id", path_segment=False)
+    if problem is not None:  # the id rule, before anything is created
+        raise ReviewError(problem)
     _check_text(new.type_name, "the artifact type", MAX_ID_LENGTH)
     _check_text(new.actor, "the actor", MAX_ID_LENGTH)
     _check_text(new.title, "the title", MAX_NAME_LENGTH)

@@ -181,6 +181,12 @@ def _count(condition: sa.ColumnElement[bool]) -> Any:
     return sa.func.coalesce(sa.func.sum(sa.case((condition, 1), else_=0)), 0)
 
 
+def _text(value: str | None) -> str | None:
+    """Text a scorer or judge wrote, without NUL (PostgreSQL refuses it in text; the JSON
+    columns keep it escaped)."""
+    return value.replace("\x00", "") if value else value
+
+
 def _rows(
     item: StoredEvaluation,
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
@@ -205,7 +211,7 @@ def _rows(
         "coverage": evaluation.coverage,
         "threshold": evaluation.threshold,
         "unscored_policy": evaluation.unscored_policy,
-        "feedback": evaluation.feedback,
+        "feedback": _text(evaluation.feedback),
         "created_at": created,
         "duration_ms": evaluation.duration_ms,
         "llm_calls": usage["llm_calls"],
@@ -231,7 +237,7 @@ def _rows(
                 "weight": result.weight,
                 "required": result.required,
                 "scorer": result.scorer,
-                "notes": result.notes,
+                "notes": _text(result.notes),
                 "evidence": json.dumps(list(result.evidence), ensure_ascii=False),
             }
         )

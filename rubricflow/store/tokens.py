@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from rubricflow.errors import ConfigurationError, NotFoundError
+from rubricflow.identifiers import invisible_problem
 from rubricflow.model import MAX_ID_LENGTH, MAX_NAME_LENGTH
 from rubricflow.store._sql import as_utc, utcnow
 from rubricflow.store.artifact_models import SYSTEM_ACTOR
@@ -96,6 +97,9 @@ def _check_name(name: str, what: str) -> str:
         raise ConfigurationError(
             f"token {what} must be 1 to {MAX_NAME_LENGTH} characters without NUL; got {name[:40]!r}"
         )
+    invisible = invisible_problem(name, what=f"the token {what}")
+    if invisible is not None:
+        raise ConfigurationError(invisible)
     return name
 
 

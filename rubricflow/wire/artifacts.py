@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from rubricflow.identifiers import ID_PATTERN, valid_id
 from rubricflow.model import MAX_ID_LENGTH, MAX_NAME_LENGTH, MAX_VERSION_LENGTH
 from rubricflow.store.artifact_models import Artifact, ArtifactType, RubricBinding
 
@@ -31,14 +32,6 @@ __all__ = [
     "Supersession",
 ]
 
-#: ids, types and names over HTTP: no control characters (NUL among them), no `/` (a path
-#: segment cannot hold one), not `.` or `..`
-ID_PATTERN = (
-    r"^([^\x00-\x1f\x7f/.][^\x00-\x1f\x7f/]*"
-    r"|\.[^\x00-\x1f\x7f/.][^\x00-\x1f\x7f/]*"
-    r"|\.\.[^\x00-\x1f\x7f/]+)$"
-)
-
 
 def _no_nul(value: str) -> str:
     if "\x00" in value:
@@ -46,7 +39,13 @@ def _no_nul(value: str) -> str:
     return value
 
 
-_Id = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH, pattern=ID_PATTERN)]
+#: an id, type or name chosen over HTTP (the OpenAPI document gives the rule as a pattern;
+#: the check says what is wrong)
+_Id = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_ID_LENGTH, json_schema_extra={"pattern": ID_PATTERN}),
+    AfterValidator(valid_id),
+]
 _Text = Annotated[str, AfterValidator(_no_nul)]
 _Reason = Annotated[
     str,
@@ -63,7 +62,10 @@ class RubricBindingIn(_Body):
     """A rubric reviewing an artifact type: the latest version, or a pinned one."""
 
     rubric_id: _Id
-    version: Annotated[str, Field(min_length=1, max_length=MAX_VERSION_LENGTH)] | None = None
+    version: (
+        Annotated[str, Field(min_length=1, max_length=MAX_VERSION_LENGTH), AfterValidator(_no_nul)]
+        | None
+    ) = None
     blocking: bool = Field(
         default=False, description="Its failure rejects instead of asking for revision"
     )

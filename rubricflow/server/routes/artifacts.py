@@ -26,14 +26,16 @@ import binascii
 import json
 from datetime import datetime
 from typing import Annotated, Any
+from urllib.parse import quote
 
-from fastapi import APIRouter, Header, HTTPException, Path, Query, Request, Response
+from fastapi import APIRouter, Header, HTTPException, Query, Request, Response
 from pydantic import BaseModel
 
 from rubricflow.errors import NotFoundError
 from rubricflow.results import Evaluation
 from rubricflow.review.lifecycle import DEAD_LETTERED, STATES
 from rubricflow.server.auth import AppDep, Principal, Reviewer, Submitter
+from rubricflow.server.params import INT4_MAX, ArtifactIdPath, VersionQuery
 from rubricflow.server.problems import PROBLEM_RESPONSES
 from rubricflow.store.artifact_models import Artifact, ArtifactEvent
 from rubricflow.wire.artifacts import (
@@ -56,10 +58,7 @@ _MAX_PAGE = 200
 
 router = APIRouter(tags=["artifacts"], responses={k: PROBLEM_RESPONSES[k] for k in (403, 404, 503)})
 
-ArtifactId = Annotated[
-    str,
-    Path(min_length=1, max_length=200, pattern=ID_PATTERN, description="The artifact's id"),
-]
+ArtifactId = ArtifactIdPath
 IfMatch = Annotated[
     str | None,
     Header(
@@ -84,13 +83,19 @@ def _version_of(header: str | None, name: str) -> int | None:
     if value == "*":
         return None
     value = value.removeprefix("W/").strip().strip('"')
-    if not value.isdigit() or len(value) > 18:
+    if not value.isdigit() or len(value) > 18 or int(value) > INT4_MAX:
         raise HTTPException(
             400,
             f'{name} must name one artifact version as its ETag, e.g. {name}: "3" (the '
             "ETag of GET /v1/artifacts/{id})",
         )
     return int(value)
+
+
+def _location(artifact_id: str) -> str:
+    """The artifact's URL path, its id percent-encoded (a header is Latin-1: an id such as
+    `\uff41`, a full-width a, could not be sent as it is)."""
+    return f"/v1/artifacts/{quote(artifact_id, safe='')}"
 
 
 def _json(
@@ -169,9 +174,7 @@ async def create_artifact(
         metadata=body.metadata,
         artifact_id=body.id,
     )
-    return _json(
-        artifact, version=artifact.version, status=201, location=f"/v1/artifacts/{artifact.id}"
-    )
+    return _json(artifact, version=artifact.version, status=201, location=_location(artifact.id))
 
 
 @router.post(
@@ -202,7 +205,7 @@ async def submit_new(body: Submission, principal: Submitter, application: AppDep
         ReviewOutcomeOut.of(outcome),
         version=artifact.version,
         status=201,
-        location=f"/v1/artifacts/{artifact.id}",
+        location=_location(artifact.id),
     )
 
 
@@ -465,7 +468,7 @@ async def show_artifact(
     principal: Submitter,
     application: AppDep,
     wait: Annotated[float, Query(ge=0, le=MAX_WAIT_SECONDS, description="Seconds")] = 0,
-    after: Annotated[int | None, Query(ge=0, le=2**62, description="The version held")] = None,
+    after: VersionQuery = None,
     if_none_match: Annotated[str | None, Header(max_length=100)] = None,
 ) -> Response:
     artifact = await _readable(application, principal, artifact_id)

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Query
 from rubricflow.application import Application
 from rubricflow.runs import summarize
 from rubricflow.server.auth import AppDep, Reviewer
+from rubricflow.server.params import INT4_MAX
 from rubricflow.server.problems import PROBLEM_RESPONSES
 from rubricflow.server.scoring import PRINTABLE, IdPath
 from rubricflow.store.evaluations import EvaluationFilter
@@ -101,7 +102,7 @@ async def run_evaluations(
     principal: Reviewer,
     application: AppDep,
     limit: int = Query(default=50, ge=1, le=MAX_PAGE),
-    offset: int = Query(default=0, ge=0, le=2**62),
+    offset: int = Query(default=0, ge=0, le=INT4_MAX),
 ) -> EvaluationPage:
     chosen = EvaluationFilter(run_id=await _run_id(application, run_id))
     total = await application.evaluations.count(chosen)

@@ -3,15 +3,14 @@ types its token allows (another type is 404, as if it did not exist); admins def
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, HTTPException, Path
+from fastapi import APIRouter, HTTPException
 
 from rubricflow.errors import NotFoundError
 from rubricflow.server.auth import Admin, AppDep, Submitter
+from rubricflow.server.params import TypeNamePath
 from rubricflow.server.problems import PROBLEM_RESPONSES
 from rubricflow.store.artifact_models import ArtifactType
-from rubricflow.wire.artifacts import ID_PATTERN, ArtifactTypeIn
+from rubricflow.wire.artifacts import ArtifactTypeIn
 
 __all__ = ["router"]
 
@@ -21,9 +20,7 @@ router = APIRouter(
     responses={k: PROBLEM_RESPONSES[k] for k in (403, 404, 503)},
 )
 
-TypeName = Annotated[
-    str, Path(min_length=1, max_length=200, pattern=ID_PATTERN, description="The type's name")
-]
+TypeName = TypeNamePath
 
 
 @router.get("", response_model=list[ArtifactType], summary="List the artifact types")

@@ -10,6 +10,7 @@ from typing import Literal
 from fastapi import APIRouter, Query
 
 from rubricflow.server.auth import Admin, AppDep
+from rubricflow.server.params import DeliveryIdPath, RowIdQuery
 from rubricflow.server.problems import PROBLEM_RESPONSES
 from rubricflow.wire.webhooks import (
     AttemptOut,
@@ -79,7 +80,7 @@ async def list_deliveries(
     artifact_id: str | None = Query(default=None, max_length=_MAX_ID),
     event: str | None = Query(default=None, max_length=50),
     limit: int = Query(default=50, ge=1, le=1000),
-    before: int | None = Query(default=None, ge=1, le=2**62, description="Page back from here"),
+    before: RowIdQuery = None,
 ) -> list[DeliveryOut]:
     deliveries = await application.webhooks.deliveries(
         subscription_id,
@@ -97,8 +98,9 @@ async def list_deliveries(
     response_model=DeliveryDetail,
     summary="One delivery and every attempt at it",
 )
-async def get_delivery(delivery_id: int, principal: Admin, application: AppDep) -> DeliveryDetail:
-    _check_delivery_id(delivery_id)
+async def get_delivery(
+    delivery_id: DeliveryIdPath, principal: Admin, application: AppDep
+) -> DeliveryDetail:
     delivery = await application.webhooks.delivery(delivery_id)
     attempts = await application.webhooks.attempts(delivery_id)
     return DeliveryDetail(
@@ -113,8 +115,9 @@ async def get_delivery(delivery_id: int, principal: Admin, application: AppDep) 
     summary="Send a delivery again (same webhook-id and body)",
     responses={409: PROBLEM_RESPONSES[409], 422: PROBLEM_RESPONSES[422]},
 )
-async def replay_delivery(delivery_id: int, principal: Admin, application: AppDep) -> DeliveryOut:
-    _check_delivery_id(delivery_id)
+async def replay_delivery(
+    delivery_id: DeliveryIdPath, principal: Admin, application: AppDep
+) -> DeliveryOut:
     return DeliveryOut.of(await application.webhooks.replay(delivery_id))
 
 
@@ -135,10 +138,3 @@ async def remove_webhook(
     return WebhookRemoved(
         **WebhookOut.of(removed.subscription).model_dump(), pending_given_up=removed.given_up
     )
-
-
-def _check_delivery_id(delivery_id: int) -> None:
-    from rubricflow.errors import NotFoundError
-
-    if not 1 <= delivery_id <= 2**62:
-        raise NotFoundError(f"no webhook delivery {delivery_id}")

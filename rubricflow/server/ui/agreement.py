@@ -28,6 +28,7 @@ from rubricflow.calibration.stats import (
     confusion_matrix,
     kappa_from_matrix,
 )
+from rubricflow.server.params import RowIdQuery
 from rubricflow.server.ui.access import Viewer
 from rubricflow.server.ui.security import UiRoute
 from rubricflow.server.ui.svg import Bar, bar_chart
@@ -134,7 +135,7 @@ async def agreement_page(
     request: Request,
     viewer: Viewer,
     rubric: Annotated[str, Query(max_length=200)] = "",
-    before: Annotated[int | None, Query(ge=1, le=2**62)] = None,
+    before: RowIdQuery = None,
 ) -> Response:
     application: Application = request.app.state.application
     labels = JudgeLabels(application.store.database)

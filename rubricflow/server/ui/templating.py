@@ -13,8 +13,9 @@ from typing import Any
 import jinja2
 from fastapi import Request
 from fastapi.responses import HTMLResponse
+from markupsafe import Markup
 
-__all__ = ["STATIC_PREFIX", "environment", "render"]
+__all__ = ["STATIC_PREFIX", "environment", "neutral_bidi", "render"]
 
 #: where the static files are served
 STATIC_PREFIX = "/ui/static"
@@ -60,6 +61,23 @@ def _compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+#: bidi embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069): shown as
+#: `[U+202E]`, so a title, an id or content cannot reorder the text around it on the page
+#: (`\u202eabc` showing as `cba`); RTL text itself is shown with `dir="auto"`
+_BIDI_CONTROLS = {c: f"[U+{c:04X}]" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+
+
+def neutral_bidi(value: Any) -> Any:
+    """`value` with its bidi controls made visible marks; what is not text is unchanged
+    (markup the templates built stays markup). Every `{{ }}` of every template goes
+    through it (the environment's `finalize`); also the `bidi` filter."""
+    if isinstance(value, Markup):
+        return Markup(str(value).translate(_BIDI_CONTROLS))
+    if isinstance(value, str):
+        return value.translate(_BIDI_CONTROLS)
+    return value
+
+
 def environment() -> jinja2.Environment:
     global _environment
     if _environment is None:
@@ -69,6 +87,7 @@ def environment() -> jinja2.Environment:
             undefined=jinja2.StrictUndefined,
             trim_blocks=True,
             lstrip_blocks=True,
+            finalize=neutral_bidi,
         )
         env.filters.update(
             when=_when,
@@ -77,6 +96,7 @@ def environment() -> jinja2.Environment:
             percent=_percent,
             label=_label,
             compact_json=_compact_json,
+            bidi=neutral_bidi,
         )
         env.globals["static"] = lambda path: f"{STATIC_PREFIX}/{path}"
         _environment = env
