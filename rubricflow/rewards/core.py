@@ -67,6 +67,15 @@ def as_rubric(rubric: Rubric | str | Path | Mapping[str, Any]) -> Rubric:
     return load_rubric(rubric)
 
 
+def _check_columns(count: int, **columns: Sequence[Any] | None) -> None:
+    """Every column given holds one entry per completion."""
+    for name, column in columns.items():
+        if column is not None and len(column) != count:
+            raise RewardError(
+                f"{name} has {len(column)} entries for {count} completions; give one per completion"
+            )
+
+
 def _why(evaluation: Evaluation) -> str:
     unscored = [r for r in evaluation.criteria if r.status != "scored"]
     parts = [f"{r.criterion_id}: {r.status} ({r.notes or 'no reason given'})" for r in unscored]
@@ -194,16 +203,7 @@ class RubricReward:
     ) -> list[RewardOutcome]:
         """One outcome per completion, in order."""
         count = len(completions)
-        for name, column in (
-            ("prompts", prompts),
-            ("references", references),
-            ("rubrics", rubrics),
-        ):
-            if column is not None and len(column) != count:
-                raise RewardError(
-                    f"{name} has {len(column)} entries for {count} completions; "
-                    "give one per completion"
-                )
+        _check_columns(count, prompts=prompts, references=references, rubrics=rubrics)
         if self.ranking == "group":
             return await self._rank_groups(prompts, completions, references, rubrics)
         outcomes: list[RewardOutcome | None] = [None] * count
@@ -227,28 +227,36 @@ class RubricReward:
             cases.append((rubric, target))
             indices.append(index)
         if cases:
-            stream = evaluate_cases(
-                cases, target_concurrency=self.concurrency, options=self._options()
-            )
-            position = 0
-            try:
-                async for evaluation in stream:
-                    index = indices[position]
-                    position += 1
-                    if evaluation.verdict == "incomplete":
-                        failed = self._fail(index, _why(evaluation))
-                        outcomes[index] = RewardOutcome(None, evaluation, failed.reason)
-                    else:
-                        outcomes[index] = RewardOutcome(evaluation.score, evaluation)
-            except RewardError:
-                raise
-            except Exception as error:  # never end a training step: the rest get None
-                reason = f"the evaluation stopped: {type(error).__name__}: {error}"
-                if self.on_failure == "raise":
-                    raise RewardError(reason) from error
-                for index in indices[position:]:
-                    outcomes[index] = self._fail(index, reason)
+            await self._evaluate(cases, indices, outcomes)
         return [outcome or RewardOutcome(None) for outcome in outcomes]
+
+    async def _evaluate(
+        self,
+        cases: list[tuple[Rubric, Target]],
+        indices: list[int],
+        outcomes: list[RewardOutcome | None],
+    ) -> None:
+        """Evaluate `cases`, setting the outcome of each (at its completion's index in
+        `indices`); an evaluation that stops short leaves the rest without a reward."""
+        stream = evaluate_cases(cases, target_concurrency=self.concurrency, options=self._options())
+        position = 0
+        try:
+            async for evaluation in stream:
+                index = indices[position]
+                position += 1
+                if evaluation.verdict == "incomplete":
+                    failed = self._fail(index, _why(evaluation))
+                    outcomes[index] = RewardOutcome(None, evaluation, failed.reason)
+                else:
+                    outcomes[index] = RewardOutcome(evaluation.score, evaluation)
+        except RewardError:
+            raise
+        except Exception as error:  # never end a training step: the rest get None
+            reason = f"the evaluation stopped: {type(error).__name__}: {error}"
+            if self.on_failure == "raise":
+                raise RewardError(reason) from error
+            for index in indices[position:]:
+                outcomes[index] = self._fail(index, reason)
 
     async def _rank_groups(
         self,
