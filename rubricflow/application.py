@@ -263,13 +263,19 @@ class Application:
         concurrency: int | None = None,
     ) -> list[Evaluation]:
         """Score each target against `rubric`, in order; nothing is stored. `options`
-        carries the judge (`{"llm": spec or LLMSession}`) and its settings."""
+        carries the judge (`{"llm": spec or LLMSession}`) and its settings. A target whose
+        content breaks the content bounds is a `ContentBoundsError`, before any is scored."""
+        from rubricflow.content_bounds import check_content_bounds
         from rubricflow.engine.executor import evaluate_many
+        from rubricflow.targets import as_target
 
+        prepared = [as_target(target) for target in targets]
+        for index, target in enumerate(prepared):
+            check_content_bounds(target.content, f"target {index} content")
         extra: dict[str, Any] = {} if concurrency is None else {"concurrency": concurrency}
         stream = evaluate_many(
             rubric,
-            list(targets),
+            prepared,
             plugins=self.plugins,
             allow_import=allow_import,
             options=options,

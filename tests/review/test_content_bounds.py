@@ -110,3 +110,13 @@ async def test_a_content_schema_nested_too_deep_is_refused(app: Application) -> 
         await app.artifacts.set_type(
             ArtifactType(name="deep", rubrics=binding, content_schema=schema)
         )
+
+
+async def test_evaluate_refuses_a_target_beyond_the_bounds_before_scoring_any(
+    app: Application,
+) -> None:
+    rubric = await app.rubrics.get("gate")
+    with pytest.raises(ContentBoundsError, match=r"target 1 content nests .* at \$\[0\]"):
+        await app.evaluate(rubric, ["fine", {"content": nested(65)}])
+    (evaluation,) = await app.evaluate(rubric, [{"content": nested(64)}])
+    assert evaluation.verdict == "pass"
