@@ -6,7 +6,9 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich import box
 from rich.markup import escape
+from rich.table import Table
 
 from rubricflow.cli.shared import (
     MAX_LIMIT,
@@ -80,7 +82,11 @@ def evaluations_list(
     server: ServerOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Stored evaluations, newest first."""
+    """Stored evaluations, newest first.
+
+    In a terminal under 110 columns the time and coverage columns are left out, so each
+    id stays whole on one line; --json has every field.
+    """
     from rubricflow.store import EvaluationFilter
 
     refuse_server(
@@ -108,18 +114,37 @@ def evaluations_list(
     if as_json:
         print_json({"evaluations": [_evaluation_summary(e) for e in found]})
         return
-    grid = table("id", "time", "rubric", "target", "verdict", "score", "coverage")
+    wide = out.width >= WIDE_COLUMNS
+    headers = ("id", "time", "rubric", "target", "verdict", "score", "coverage")
+    grid = _id_table(*(h for h in headers if wide or h not in NARROW_OMITS))
     for evaluation in found:
-        grid.add_row(
-            evaluation.id,
-            evaluation.created_at[:19],
-            escape(f"{evaluation.rubric_id}@{evaluation.rubric_version}"),
-            escape(evaluation.target_id or ""),
-            evaluation.verdict,
-            f"{evaluation.score:.3f}",
-            f"{evaluation.coverage:.0%}",
-        )
+        cells = {
+            "id": evaluation.id,
+            "time": evaluation.created_at[:16].replace("T", " "),
+            "rubric": escape(f"{evaluation.rubric_id}@{evaluation.rubric_version}"),
+            "target": escape(evaluation.target_id or ""),
+            "verdict": evaluation.verdict,
+            "score": f"{evaluation.score:.3f}",
+            "coverage": f"{evaluation.coverage:.0%}",
+        }
+        grid.add_row(*(cells[h] for h in headers if wide or h not in NARROW_OMITS))
     out.print(grid)
+
+
+#: below this terminal width `evaluations list` leaves out these columns (`--json` has
+#: them), so the 32-character ids stay whole on one line beside the rest
+WIDE_COLUMNS = 110
+NARROW_OMITS = ("time", "coverage")
+
+
+def _id_table(*headers: str) -> Table:
+    """A compact table whose first column (an id, 32 characters) never wraps, so an id
+    stays on one line, whole and copyable, at 80 columns; the other columns fold."""
+    grid = table(*headers)
+    grid.box = box.SIMPLE_HEAD
+    grid.columns[0].no_wrap = True
+    grid.columns[0].overflow = "ignore"
+    return grid
 
 
 @evaluations_app.command("show")

@@ -253,6 +253,21 @@ def test_evaluations_list_filters_and_pages(cli: CliRunner, db_url: str) -> None
     assert shown.exit_code == 0 and "e03" in shown.stdout and "What to fix" in shown.stdout
 
 
+def test_evaluations_list_keeps_each_id_on_one_line_at_80_columns(
+    cli: CliRunner, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31: 32-character ids wrapped over four lines at 80 columns."""
+    ids = [f"{i:032x}" for i in (0xABC, 0xDEF)]
+    seed(db_url, *(make_evaluation(i, rubric_id="support-reply-tone") for i in ids))
+    monkeypatch.setenv("COLUMNS", "80")
+    listed = invoke(cli, "evaluations", "list", db=db_url)
+    assert listed.exit_code == 0, listed.output
+    lines = listed.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), listed.stdout
+    for evaluation_id in ids:
+        assert any(evaluation_id in line for line in lines), listed.stdout
+
+
 def test_evaluations_show_json_is_the_stored_evaluation(cli: CliRunner, db_url: str) -> None:
     evaluation = make_evaluation("e1", calls=2)
     seed(db_url, evaluation)
