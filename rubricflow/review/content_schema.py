@@ -116,8 +116,8 @@ def schema_violations(artifact_type: ArtifactType, content: Any) -> list[str]:
         return [f"$/: the {artifact_type.name!r} type's content schema: {error}"]
     except RecursionError:
         return [
-            f"$/: the {artifact_type.name!r} type's content schema refers to itself "
-            "without end; fix the type's schema"
+            f"$/: the {artifact_type.name!r} type's content schema cannot be checked: it "
+            "refers to itself without end; fix the type's schema"
         ]
     return [
         f"$/{'/'.join(str(p) for p in e.absolute_path)}: {e.message}"

@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from rubricflow.content_bounds import check_content_bounds
 from rubricflow.errors import (
     ContentValidationError,
     NotFoundError,
@@ -250,7 +251,9 @@ def check_content(artifact: Artifact, artifact_type: ArtifactType) -> None:
 
 
 async def check_content_off_loop(artifact: Artifact, artifact_type: ArtifactType) -> None:
-    """`check_content`, the content schema run in a worker thread."""
+    """`check_content`, the content schema run in a worker thread; content stored before
+    the content bounds existed is held to them first (`ContentBoundsError`)."""
+    check_content_bounds(artifact.content, f"artifact {artifact.id!r} content")
     problems = await schema_violations_off_loop(artifact_type, artifact.content)
     _refuse_stored(artifact, artifact_type, problems)
 

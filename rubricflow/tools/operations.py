@@ -369,9 +369,12 @@ async def revise_artifact(
     current = await _artifact(application, params.artifact_id)
     content = _content(params)
     if params.resubmit:
-        from rubricflow.review.submission import check_submittable
+        from rubricflow.content_bounds import check_content_bounds
+        from rubricflow.review.submission import check_submittable_off_loop
 
-        check_submittable(await application.artifacts.get_type(current.type), content)
+        check_content_bounds(content, "artifact content")
+        artifact_type = await application.artifacts.get_type(current.type)
+        await check_submittable_off_loop(artifact_type, content)
     artifact = await application.artifacts.revise(
         params.artifact_id,
         content,

@@ -166,6 +166,10 @@ def test_a_deep_row_stored_before_the_bounds_never_fails_a_listing(
             assert CUT_MARKER in text
             assert 100 < _depth(shown["content"]) <= 200
             assert CUT_MARKER in json.dumps(shown["metadata"])
+        # submitting it holds it to the bounds: refused, nothing changes
+        refused = sub.post(f"/v1/artifacts/{artifact_id}/submit")
+        _refused(refused, f"artifact {artifact_id!r} content", "max_depth")
+        assert sub.get(f"/v1/artifacts/{artifact_id}").json()["status"] == "draft"
         # the other rows of the listing are whole
         page = admin.get("/v1/artifacts?limit=200").json()["items"]
         assert any(item["content"] == {"whole": [1, 2]} for item in page)
