@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from importlib import metadata
 
@@ -28,6 +29,7 @@ from rubricflow.server.problems import PROBLEM_RESPONSES, install_problem_handle
 from rubricflow.server.routes import routers
 from rubricflow.server.services import for_settings, stop_on_signals
 from rubricflow.server.settings import ServerSettings
+from rubricflow.server.settings_scope import SettingsMiddleware
 from rubricflow.server.text_guard import refuse_unstorable_text
 from rubricflow.telemetry import attach as attach_telemetry
 
@@ -56,9 +58,11 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         core = application or await Application.open(
-            settings.db, lease_seconds=settings.lease_seconds
+            settings.db, lease_seconds=settings.lease_seconds, settings=settings.base
         )
         app.state.application = core
+        if settings.auth:
+            await _warn_without_tokens(core)
         configure_reviews(core, settings)  # the server's judge, for reviews too
         app.state.explain_refusal = core.artifacts.explain_refusal
         stop = asyncio.Event()
@@ -93,6 +97,9 @@ def create_app(
         version=metadata.version("rubricflow"),
         description=_DESCRIPTION,
         lifespan=lifespan,
+        # /docs is Swagger UI served from the package (routes/api_docs.py), not a CDN
+        docs_url=None,
+        redoc_url=None,
         # any request may be malformed (400), too big (413) or refused (401, 422)
         responses={k: v for k, v in PROBLEM_RESPONSES.items() if k in (400, 401, 413, 422)},
         # text no store keeps (NUL in a path or query, a lone surrogate) is a 422 first
@@ -113,10 +120,26 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     # outermost: the request id is set before anything answers, even a 413
     app.add_middleware(OperationsMiddleware, access_log=settings.access_log)
+    # around all of it, the lifespan included: the app's settings, not the environment's
+    app.add_middleware(SettingsMiddleware, settings=settings.base)
     return app
 
 
+async def _warn_without_tokens(core: Application) -> None:
+    """Say so at start when the store holds no usable token: every request but /healthz
+    would be a 401 (say, a token made in another database than the one served)."""
+    tokens = await core.store.tokens.list()
+    if not any(token.active() for token in tokens):
+        logging.getLogger("rubricflow.server").warning(
+            "this store (%s) holds no active API token, so every request needing one will "
+            "be refused (401); create one in the same store: rubricflow tokens create NAME "
+            "--role admin --db %s",
+            core.store.database.display_url,
+            core.store.database.display_url,
+        )
+
+
 def create_app_from_env() -> FastAPI:
-    """The app with settings from RUBRICFLOW_SERVER_* variables: what each uvicorn worker
-    process of `rubricflow serve --workers N` builds."""
+    """The app with settings from the environment (RUBRICFLOW_SERVER_* and the rest): what
+    each uvicorn worker process of `rubricflow serve --workers N` builds."""
     return create_app(ServerSettings.from_env())

@@ -78,3 +78,16 @@ def test_an_option_out_of_range_is_a_clear_error_without_a_traceback(sqlite_db) 
     assert "--idempotency-ttl" in done.stderr and "Traceback" not in done.stderr
     # nothing was served
     assert "serving rubricflow" not in done.stderr
+
+
+def test_a_store_without_tokens_is_warned_about_at_start(start_server, sqlite_db) -> None:
+    """Issue 31: a token made in ./rubricflow.db and a server on --db reviews.db gave 401s
+    with no word why."""
+    from .conftest import issue_token
+
+    bare = start_server(sqlite_db)
+    assert "holds no active API token" in bare.output()
+    assert "rubricflow tokens create NAME --role admin --db" in bare.output()
+    issue_token(sqlite_db, "admin", name="ops")
+    stocked = start_server(sqlite_db)
+    assert "holds no active API token" not in stocked.output()

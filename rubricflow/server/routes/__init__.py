@@ -10,6 +10,7 @@ __all__ = ["routers"]
 
 def routers() -> list[APIRouter]:
     from rubricflow.server.routes import (
+        api_docs,
         artifacts,
         evaluate,
         health,
@@ -26,6 +27,7 @@ def routers() -> list[APIRouter]:
 
     return [
         health.router,
+        api_docs.router,
         tokens.router,
         types.router,
         artifacts.router,

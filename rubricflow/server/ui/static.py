@@ -23,6 +23,7 @@ _TYPES = {
     ".svg": "image/svg+xml",
     ".LICENSE": "text/plain; charset=utf-8",
     ".md": "text/plain; charset=utf-8",
+    ".NOTICE": "text/plain; charset=utf-8",
 }
 
 router = APIRouter(route_class=UiRoute)
