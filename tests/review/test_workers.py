@@ -11,11 +11,13 @@ import signal
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
+from rubricflow.hookspecs import hookimpl
 from rubricflow.plugins import create_plugin_manager
 from rubricflow.review import ArtifactRegistry
 from rubricflow.review.worker import Worker
@@ -494,25 +496,61 @@ async def test_two_worker_processes_on_one_sqlite_file_review_300_artifacts_once
     await _many_workers(sqlite_url, tmp_path, workers=2, count=300)
 
 
+class _HeldCheck:
+    """A check function (`held`) that waits until the test releases it: a review that
+    lasts exactly as long as the test needs, however fast the machine is."""
+
+    __name__ = "held-check"
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+
+    @hookimpl
+    def rubricflow_check_functions(self) -> Mapping[str, Callable[..., Any]]:
+        return {"held": self.held}
+
+    async def held(self, target: Any) -> bool:
+        await self.release.wait()
+        return True
+
+
 async def test_a_review_longer_than_its_lease_keeps_it(db_url: str) -> None:
     """The reviewing process renews its lease while it works, so a second worker does not
-    take over a live review whose first lease period has run out."""
+    take over a live review whose first lease period has run out.
+
+    The review is held open until the first lease has run out and the rival has tried
+    twice, each try just after the test saw a renewal: no fixed sleep has to outlast
+    anything, and a busy machine only makes the test wait longer (the lease is 3 s, so a
+    renewal, due every 1 s, has 2 s of slack)."""
+    lease = 3.0
     store = await Store.open(db_url)
     try:
-        plugins = create_plugin_manager(plugins=[ReviewChecks()], load_entry_points=False)
-        reviewer = ArtifactRegistry(store, plugins=plugins, lease_seconds=0.6)
-        rival = ArtifactRegistry(store, plugins=plugins, lease_seconds=0.6)
-        await define(reviewer, "doc", make_rubric("slow", check("s", "slow_non_empty", seconds=2)))
+        gate = _HeldCheck()
+        plugins = create_plugin_manager(plugins=[gate], load_entry_points=False)
+        reviewer = ArtifactRegistry(store, plugins=plugins, lease_seconds=lease)
+        rival = ArtifactRegistry(store, plugins=plugins, lease_seconds=lease)
+        await define(reviewer, "doc", make_rubric("held", check("h", "held")))
         artifact = await reviewer.create("doc", PASS, actor="bot")
         await reviewer.submit_for_review(artifact.id, actor="bot", defer=True)
         claimed = await reviewer.claim(artifact.id, worker="first")
+        first_expiry = claimed.lease_expires_at
+        assert first_expiry is not None
         review = asyncio.create_task(reviewer.finish_review(claimed))
-        takeovers = []
-        for _ in range(12):  # 2.4 s: four times the lease
-            await asyncio.sleep(0.2)
-            takeovers.append(await rival.claim_next(worker="second"))
-        outcome = await review
-        assert takeovers == [None] * 12
+        takeovers: list[Any] = []
+        seen, deadline = first_expiry, time.monotonic() + 120
+        while len(takeovers) < 2:
+            assert time.monotonic() < deadline, "the lease was not renewed in two minutes"
+            assert not review.done(), "the review ended while it was held"
+            await asyncio.sleep(0.05)
+            expiry = (await reviewer.get(artifact.id)).lease_expires_at
+            assert expiry is not None
+            if expiry > seen:  # just renewed
+                seen = expiry
+                if utcnow() > first_expiry:  # and the first lease period is over
+                    takeovers.append(await rival.claim_next(worker="second"))
+        gate.release.set()
+        outcome = await asyncio.wait_for(review, 120)
+        assert takeovers == [None, None]
         assert outcome.artifact.status == "approved"
         assert triggers(await reviewer.history(artifact.id)).count("start_review") == 1
     finally:
