@@ -1,118 +1,64 @@
-"""schemathesis against the live OpenAPI document of a real server, with an admin token:
-at least 1,000 generated requests (valid and invalid ones) over every operation, and not
-one server error (5xx) nor one response that the document does not describe (status,
-content type, body schema). Then the classic bad inputs by hand: malformed JSON, wrong
-types, unknown fields, huge bodies and ids with path tricks are 4xx problems."""
+"""schemathesis against the live OpenAPI document of a real server, on SQLite and
+PostgreSQL, with an admin's token and a submitter's: a seeded run (a few hundred
+requests per backend) of its examples, fuzzing (valid and invalid requests) and stateful
+phases (chains of calls along the links it infers), and not one server error (5xx) nor
+one answer the document does not describe (status, content type, body schema). The same
+runner, `benchmarks/api_fuzz.py`, makes the long run (5,000+ requests per backend;
+docs/server.md). Then the classic bad inputs by hand: malformed JSON, wrong types,
+unknown fields, huge bodies and ids with path tricks are 4xx problems."""
 
 from __future__ import annotations
 
-import contextlib
-import math
-import time
-from collections import Counter
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
-import schemathesis
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis.errors import Unsatisfiable
-from schemathesis import GenerationMode
-from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import (
-    content_type_conformance,
-    response_schema_conformance,
-    status_code_conformance,
-)
+from sqlalchemy.engine import make_url
 
 from .conftest import RunningServer, issue_token
 
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+try:
+    from benchmarks import api_fuzz
+finally:
+    sys.path.remove(str(ROOT))
+
 PROBLEM = "application/problem+json"
-TOTAL_REQUESTS = 1000
-CHECKS = [
-    not_a_server_error,
-    status_code_conformance,
-    content_type_conformance,
-    response_schema_conformance,
-]
-# operations whose fuzzing would end the run itself: revoking the fuzzer's own token
-# (its name is fixed below, so the fuzzer may hit it) is exercised by the token tests
-ADMIN_NAME = "fuzz-admin"
+SEED = 27
+#: examples an operation and generation mode: about 330 requests per backend
+MAX_EXAMPLES = 3
+PHASES = ("examples", "fuzzing", "stateful")
 
 
-def test_generated_requests_get_no_server_error_and_match_the_document(
-    start_server: Callable[..., RunningServer], sqlite_db: str
+def test_seeded_fuzzing_finds_no_server_error_and_no_undeclared_answer(
+    start_server: Callable[..., RunningServer], server_db: str, tmp_path: Path
 ) -> None:
-    admin = issue_token(sqlite_db, "admin", name=ADMIN_NAME)
-    server = start_server(sqlite_db, "--review-workers", "0", "--no-access-log")
-    schema = schemathesis.openapi.from_url(f"{server.url}/openapi.json")
-    operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) >= 5, [op.label for op in operations]
-    session = requests.Session()
-    headers = {"Authorization": f"Bearer {admin}"}
-    sent: Counter[str] = Counter()
-    statuses: Counter[int] = Counter()
-    failures: dict[str, str] = {}
-    started = time.monotonic()
-
-    def fuzz_one(operation: Any, mode: GenerationMode, examples: int) -> None:
-        @given(case=operation.as_strategy(generation_mode=mode))
-        @settings(
-            max_examples=examples,
-            deadline=None,
-            database=None,
-            phases=[Phase.explicit, Phase.generate],
-            suppress_health_check=list(HealthCheck),
-        )
-        def fuzz(case: Any) -> None:
-            if _revokes_ourselves(case):
-                return
-            response = case.call(base_url=server.url, session=session, headers=headers)
-            sent[operation.label] += 1
-            statuses[response.status_code] += 1
-            try:
-                case.validate_response(response, checks=CHECKS)
-            except BaseException as error:  # every distinct failure, shrinking none
-                if isinstance(error, (KeyboardInterrupt, SystemExit)):
-                    raise
-                key = f"{operation.label} [{mode.value}] {type(error).__name__}"
-                failures.setdefault(key, f"{error}"[:1500])
-
-        # no invalid request exists for an operation without inputs
-        with contextlib.suppress(Unsatisfiable):
-            fuzz()
-
-    # every operation in both modes, each given an even share of the requests still
-    # missing (generation, not the server, is most of the cost: no more than the 1,000 are
-    # generated); operations without inputs give one request a round, so go round until
-    # enough were sent
-    pairs = [
-        (operation, mode)
-        for operation in operations
-        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
-    ]
-    for _ in range(5):
-        for index, (operation, mode) in enumerate(pairs):
-            missing = TOTAL_REQUESTS - sum(sent.values())
-            if missing <= 0:
-                break
-            fuzz_one(operation, mode, math.ceil(missing / (len(pairs) - index)))
-        if sum(sent.values()) >= TOTAL_REQUESTS:
-            break
-
-    elapsed = time.monotonic() - started
-    assert sum(sent.values()) >= TOTAL_REQUESTS, sent
-    assert not failures, "\n\n".join(f"{k}\n{v}" for k, v in failures.items())
-    assert not [code for code in statuses if code >= 500], statuses
-    assert "Traceback" not in server.output()
-    print(f"{sum(sent.values())} requests in {elapsed:.1f} s; statuses {dict(statuses)}")
-
-
-def _revokes_ourselves(case: Any) -> bool:
-    return (
-        case.method.upper() == "DELETE" and (case.path_parameters or {}).get("name") == ADMIN_NAME
+    backend = make_url(server_db).get_backend_name()
+    secrets = api_fuzz.prepare(server_db)  # a rubric, a type, admin and submitter tokens
+    server = start_server(server_db)
+    figures = api_fuzz.fuzz_server(
+        backend,
+        server.url,
+        server.log,
+        secrets,
+        tmp_path,
+        seed=SEED,
+        max_examples=MAX_EXAMPLES,
+        phases=PHASES,
     )
+    summary = figures.as_dict()
+    print(summary)
+    assert not figures.failures, summary["failures"]
+    assert figures.server_errors == 0, summary
+    assert not figures.errors, summary["errors"]
+    assert "Traceback" not in server.output()
+    assert figures.requests >= 250, summary
+    # each token got through to real work, not only refusals
+    for role in ("admin", "submitter"):
+        assert figures.by_role[role]["statuses"].get("2xx", 0) >= 10, summary
 
 
 # ---------------------------------------------------------------- bad inputs by hand
