@@ -12,6 +12,7 @@ import httpx
 
 from rubricflow.errors import (
     ArtifactConflictError,
+    ArtifactIdTakenError,
     AuthenticationError,
     ConfigurationError,
     ContentValidationError,
@@ -44,6 +45,7 @@ _BY_KIND: dict[str, type[RubricflowError]] = {
     "illegal-transition": IllegalTransitionError,
     "precondition-failed": PreconditionFailedError,
     "conflict": ArtifactConflictError,
+    "id-taken": ArtifactIdTakenError,
     "version-conflict": RubricVersionConflictError,
     "schema-outdated": SchemaOutdatedError,
     "store-unavailable": StoreError,

@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rubricflow.errors import (
     ArtifactConflictError,
+    ArtifactIdTakenError,
     ConfigurationError,
     ContentValidationError,
     FormatDetectionError,
@@ -63,6 +64,7 @@ _STATUS: tuple[tuple[type[RubricflowError], int, str], ...] = (
     (IllegalTransitionError, 409, "illegal-transition"),
     (PreconditionFailedError, 412, "precondition-failed"),
     (ArtifactConflictError, 409, "conflict"),
+    (ArtifactIdTakenError, 409, "id-taken"),
     (RubricVersionConflictError, 409, "version-conflict"),
     (SchemaOutdatedError, 503, "schema-outdated"),
     (StoreError, 503, "store-unavailable"),

@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from rubricflow.errors import ArtifactConflictError, NotFoundError, ReviewError
+from rubricflow.errors import ArtifactConflictError, ArtifactIdTakenError, NotFoundError
 from rubricflow.model import Rubric
 from rubricflow.results import Evaluation
 from rubricflow.store._sql import INCOMPLETE, as_utc, to_utc, utcnow
@@ -129,9 +129,11 @@ _RETIRE_REVISION = _revisions.update().where(
     _revisions.c.revision == sa.bindparam("match_revision"),
 )
 _NOT_FOUND = "no artifact {!r}; `rubricflow artifacts list` shows them"
+#: one answer for every taken id, whoever's artifact holds it: it names no artifact
 _TAKEN = (
-    "an artifact {0!r} already exists; choose another id, or revise it (`rubricflow "
-    "artifacts revise {0} FILE --reason ...`)"
+    "the artifact id {0!r} is taken; choose another id (ids are unique across the whole "
+    "store, so one may be taken by an artifact you cannot see). To change an artifact of "
+    "your own, revise it: `rubricflow artifacts revise ID FILE --reason ...`"
 )
 
 
@@ -229,11 +231,11 @@ class ArtifactTransaction:
 
     async def insert_new(self, new: NewArtifact) -> tuple[Artifact, ArtifactEvent]:
         """`insert`, for a caller that read `new`'s type in this transaction: a constraint
-        that fails can then only be the id, already taken (`ReviewError`)."""
+        that fails can then only be the id, already taken (`ArtifactIdTakenError`)."""
         try:
             return await self.insert(new)
         except IntegrityError:
-            raise ReviewError(_TAKEN.format(new.artifact_id)) from None
+            raise ArtifactIdTakenError(_TAKEN.format(new.artifact_id)) from None
 
     async def insert(self, new: NewArtifact) -> tuple[Artifact, ArtifactEvent]:
         """Insert a new artifact in `new.state`, revision 1 (in `new.revision_state`), and
@@ -509,14 +511,14 @@ class ArtifactRepository:
     # --- artifacts -----------------------------------------------------------------------
     async def create(self, new: NewArtifact) -> tuple[Artifact, ArtifactEvent]:
         """`ArtifactTransaction.insert` in a transaction of its own. An unknown type is
-        `NotFoundError`, an id already taken `ReviewError`."""
+        `NotFoundError`, an id already taken `ArtifactIdTakenError`."""
         try:
             async with self.transaction() as tx:
                 return await tx.insert(new)
         except IntegrityError:
             # the type (a foreign key) is unknown, or the id is taken
             await self.get_type(new.type_name)
-            raise ReviewError(_TAKEN.format(new.artifact_id)) from None
+            raise ArtifactIdTakenError(_TAKEN.format(new.artifact_id)) from None
 
     async def renew_lease(self, artifact: Artifact, expires_at: datetime) -> bool:
         """Extend the lease of a review still held as claimed (same version and owner);

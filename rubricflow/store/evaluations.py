@@ -443,11 +443,14 @@ class EvaluationStore:
         run_id: str | None = None,
         artifact_type: str | None = None,
         bucket: Bucket | None = None,
+        artifact_types: Sequence[str] | None = None,
     ) -> list[CriterionPassRate]:
         """Per-criterion pass rates of rubric `rubric_id`, per rubric version (and per
         `bucket`, "week" or "day", by the evaluations' UTC creation time), over every
         stored evaluation matching the filters (`since` inclusive, `until` exclusive;
-        `artifact_type` keeps reviews of that type's artifacts). Computed in SQL from the
+        `artifact_type` keeps reviews of that type's artifacts; `artifact_types`, the
+        types a reader may see, leaves out reviews of other types' artifacts and keeps
+        evaluations of no artifact, such as runs'). Computed in SQL from the
         criterion rows. Ordered by bucket, then the most failed first (failures, then the
         lowest pass rate), then version and criterion id."""
         e, c = _evaluations.c, _criteria.c
@@ -463,6 +466,9 @@ class EvaluationStore:
         if artifact_type is not None:
             source = source.join(_artifacts, _artifacts.c.id == e.artifact_id)
             where.append(_artifacts.c.type == artifact_type)
+        if artifact_types is not None:
+            seen = sa.select(_artifacts.c.id).where(_artifacts.c.type.in_(list(artifact_types)))
+            where.append(sa.or_(e.artifact_id.is_(None), e.artifact_id.in_(seen)))
         groups: list[Any] = [e.rubric_version, c.criterion_id]
         if bucket is not None:
             groups.append(_bucket(self.database.dialect, bucket, e.created_at).label("bucket"))

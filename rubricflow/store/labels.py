@@ -21,7 +21,7 @@ disagreements are read a page at a time (keyset on the event's row id).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -108,8 +108,9 @@ class DisagreementPage:
     next: int | None
 
 
-def _decided(rubric_id: str | None = None) -> sa.Subquery:
-    """Each decision with the latest evaluation of the decided revision per rubric."""
+def _decided(rubric_id: str | None = None, types: Sequence[str] | None = None) -> sa.Subquery:
+    """Each decision with the latest evaluation of the decided revision per rubric; of
+    artifacts of `types` only, unless None."""
     ev, e = _events.c, _evaluations.c
     where = [
         ev.trigger.in_(list(DECISION_TRIGGERS)),
@@ -121,6 +122,9 @@ def _decided(rubric_id: str | None = None) -> sa.Subquery:
     ]
     if rubric_id is not None:
         where.append(e.rubric_id == rubric_id)
+    if types is not None:
+        a = _artifacts.c
+        where.append(ev.artifact_id.in_(sa.select(a.id).where(a.type.in_(list(types)))))
     ranked = (
         sa.select(
             ev.id.label("event_id"),
@@ -216,9 +220,12 @@ class JudgeLabels:
                 await connection.execute(sa.insert(_corrections), fresh)
         return len(fresh)
 
-    async def verdict_counts(self, rubric_id: str | None = None) -> list[VerdictCount]:
-        """Decisions per rubric by (judge's verdict, person's verdict)."""
-        decided = _decided(rubric_id)
+    async def verdict_counts(
+        self, rubric_id: str | None = None, *, types: Sequence[str] | None = None
+    ) -> list[VerdictCount]:
+        """Decisions per rubric by (judge's verdict, person's verdict); on artifacts of
+        `types` only, unless None."""
+        decided = _decided(rubric_id, types)
         d = decided.c
         human = _human_verdict(d.trigger).label("human")
         query = (
@@ -230,9 +237,12 @@ class JudgeLabels:
             rows = (await connection.execute(query)).all()
         return [VerdictCount(r.rubric_id, r.verdict, r.human, int(r.n)) for r in rows]
 
-    async def criterion_counts(self, rubric_id: str | None = None) -> list[CriterionCount]:
-        """Criterion labels per rubric and criterion by (judge passed, person passed)."""
-        decided = _decided(rubric_id)
+    async def criterion_counts(
+        self, rubric_id: str | None = None, *, types: Sequence[str] | None = None
+    ) -> list[CriterionCount]:
+        """Criterion labels per rubric and criterion by (judge passed, person passed); on
+        artifacts of `types` only, unless None."""
+        decided = _decided(rubric_id, types)
         d, c, k = decided.c, _criteria.c, _corrections.c
         flipped = (
             sa.select(sa.literal(1))
@@ -267,11 +277,17 @@ class JudgeLabels:
         ]
 
     async def disagreements(
-        self, *, rubric_id: str | None = None, limit: int = 50, before: int | None = None
+        self,
+        *,
+        rubric_id: str | None = None,
+        limit: int = 50,
+        before: int | None = None,
+        types: Sequence[str] | None = None,
     ) -> DisagreementPage:
         """Decisions that disagree with the judge (on the verdict or a criterion), newest
-        first, a page at a time: those with an event row id below `before`."""
-        decided = _decided(rubric_id)
+        first, a page at a time: those with an event row id below `before`; on artifacts
+        of `types` only, unless None."""
+        decided = _decided(rubric_id, types)
         d, a = decided.c, _artifacts.c
         human = _human_verdict(d.trigger)
         where: list[sa.ColumnElement[bool]] = [sa.or_(human != d.verdict, _corrected(decided))]

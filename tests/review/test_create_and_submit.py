@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from rubricflow.errors import ContentValidationError, NotFoundError, ReviewError
+from rubricflow.errors import (
+    ArtifactIdTakenError,
+    ContentValidationError,
+    NotFoundError,
+    ReviewError,
+)
 from rubricflow.review import ArtifactRegistry, ArtifactType
 from rubricflow.store import Store
 
@@ -101,7 +106,7 @@ async def test_an_id_already_taken_is_refused_and_the_first_artifact_is_untouche
 ) -> None:
     await doc_types(registry)
     first = await registry.create("doc", FAIL, actor="bot", artifact_id="taken")
-    with pytest.raises(ReviewError, match="an artifact 'taken' already exists"):
+    with pytest.raises(ArtifactIdTakenError, match="the artifact id 'taken' is taken"):
         await registry.create_and_submit("doc", PASS, actor="bot", artifact_id="taken")
     after = await registry.get("taken")
     assert (after.status, after.version, after.content) == ("draft", first.version, FAIL)

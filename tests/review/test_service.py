@@ -10,6 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from rubricflow.errors import (
+    ArtifactIdTakenError,
     ConfigurationError,
     ContentValidationError,
     IllegalTransitionError,
@@ -592,7 +593,7 @@ async def test_create_refuses_a_taken_id_and_non_json_content(
 
     await doc_types(registry)
     await registry.create("doc", PASS, actor="bot", artifact_id="post-1")
-    with pytest.raises(ReviewError, match=r"post-1.*already exists"):
+    with pytest.raises(ArtifactIdTakenError, match=r"id 'post-1' is taken"):
         await registry.create("doc", FAIL, actor="bot", artifact_id="post-1")
     assert (await registry.get("post-1")).content == PASS
     with pytest.raises(ReviewError, match="JSON"):

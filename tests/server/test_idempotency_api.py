@@ -54,7 +54,7 @@ def _check_replays(server: RunningServer, tokens: Tokens) -> None:
         # a refusal is the request's answer too: replayed, not retried
         unknown = {"type": "note", "content": PASS, "id": first.json()["artifact"]["id"]}
         taken = sub.post("/v1/artifacts", json=unknown, headers=_key("dup"))
-        assert taken.status_code == 422 and "already exists" in taken.json()["detail"]
+        assert taken.status_code == 409 and "is taken" in taken.json()["detail"]
         retried = sub.post("/v1/artifacts", json=unknown, headers=_key("dup"))
         assert retried.headers["idempotent-replayed"] == "true"
         assert retried.content == taken.content

@@ -217,6 +217,8 @@ async def pass_rates(
         since=since,
         until=until,
         bucket=bucket,
+        # a reviewer limited to types counts only reviews of those types' artifacts
+        artifact_types=principal.types or None,
     )
     return PassRates(rates=[PassRateOut.of(rate) for rate in rates])
 

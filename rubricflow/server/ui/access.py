@@ -1,9 +1,18 @@
 """Who is looking at a dashboard page, and a posted form checked for CSRF.
 
 `Viewer` is a page's signed-in session (the browser is sent to sign in without one);
-`reviewer_of(viewer, artifact)` refuses a decision a principal may not take; `posted_form`
-reads an `application/x-www-form-urlencoded` body (no multipart parser is needed) and
-refuses it, 403, without this session's CSRF token or from another origin.
+`ReviewerViewer` one whose token is a reviewer or an admin (a submitter gets 403, as the
+API's reviewer-only routes answer it: the run pages and judge agreement);
+`readable_artifact` reads an artifact the principal may see, else the same 404 as for one
+that does not exist; `seen_types` is the artifact types a principal's pages show;
+`require_decider` refuses a decision a principal may not take; `posted_form` reads an
+`application/x-www-form-urlencoded` body (no multipart parser is needed) and refuses it,
+403, without this session's CSRF token or from another origin.
+
+The rules are the API's (`rubricflow.server.auth.Principal`): a submitter reads only the
+artifacts it created, of its token's types; a reviewer or an admin every artifact of its
+token's types; the pages built on evaluations and decisions (runs, pass rates, agreement)
+are a reviewer's, and count only its types' artifacts.
 """
 
 from __future__ import annotations
@@ -13,13 +22,23 @@ from urllib.parse import parse_qs, urlsplit
 
 from fastapi import Depends, HTTPException, Request
 
+from rubricflow.application import Application
 from rubricflow.errors import NotFoundError
 from rubricflow.server.auth import Principal
 from rubricflow.server.ui.security import SignInRequired
 from rubricflow.server.ui.sessions import Session, check_csrf, current_session
 from rubricflow.store.artifact_models import Artifact
 
-__all__ = ["MAX_FORM_BYTES", "Viewer", "posted_form", "readable", "require_decider"]
+__all__ = [
+    "MAX_FORM_BYTES",
+    "ReviewerViewer",
+    "Viewer",
+    "posted_form",
+    "readable",
+    "readable_artifact",
+    "require_decider",
+    "seen_types",
+]
 
 #: the biggest form the dashboard reads (reasons are short; content is never posted here)
 MAX_FORM_BYTES = 64 * 1024
@@ -35,6 +54,26 @@ async def _viewer(request: Request) -> Session:
 
 
 Viewer = Annotated[Session, Depends(_viewer)]
+
+
+async def _reviewer(viewer: Viewer) -> Session:
+    principal = viewer.principal
+    if not principal.allows_role("reviewer"):
+        raise HTTPException(
+            403,
+            f"this page needs the reviewer role, as the API's /v1/runs and pass rates do; "
+            f"token {principal.name!r} is a {principal.role}",
+        )
+    return viewer
+
+
+ReviewerViewer = Annotated[Session, Depends(_reviewer)]
+
+
+def seen_types(principal: Principal) -> tuple[str, ...] | None:
+    """The artifact types `principal` may see rows of: its token's, or None for every
+    type (a token without types)."""
+    return principal.types or None
 
 
 def _same_origin(request: Request) -> bool:
@@ -87,6 +126,18 @@ def readable(principal: Principal, artifact: Artifact) -> Artifact:
     if not principal.can_read(artifact):
         raise NotFoundError(f"no artifact {artifact.id!r}")
     return artifact
+
+
+async def readable_artifact(
+    application: Application, principal: Principal, artifact_id: str
+) -> Artifact:
+    """The artifact `artifact_id` if `principal` may see it; otherwise 404 with the same
+    words whether it is missing or someone else's (the page must not tell them apart)."""
+    try:
+        artifact = await application.artifacts.get(artifact_id)
+    except NotFoundError:
+        raise NotFoundError(f"no artifact {artifact_id!r}") from None
+    return readable(principal, artifact)
 
 
 def require_decider(principal: Principal, artifact: Artifact) -> None:

@@ -8,6 +8,9 @@ rejects. An override or a reject may also tick the criteria the judge got wrong 
 artifact page; those flip the judge's pass or fail into the person's label for that
 criterion. `judged_wrong` reads the ticks from a posted decision, `record_corrections`
 stores them against the decision's audit event.
+
+The page is a reviewer's (a submitter gets 403, as from the API's pass rates), and counts
+and lists only decisions on artifacts of the reviewer's token's types.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from rubricflow.calibration.stats import (
     kappa_from_matrix,
 )
 from rubricflow.server.params import RowIdQuery
-from rubricflow.server.ui.access import Viewer
+from rubricflow.server.ui.access import ReviewerViewer, seen_types
 from rubricflow.server.ui.security import UiRoute
 from rubricflow.server.ui.svg import Bar, bar_chart
 from rubricflow.server.ui.templating import render
@@ -133,13 +136,14 @@ def _kappa_chart(rows: list[Agreement], ident: str, what: str) -> Markup:
 @router.get("/agreement", summary="Judge agreement")
 async def agreement_page(
     request: Request,
-    viewer: Viewer,
+    viewer: ReviewerViewer,
     rubric: Annotated[str, Query(max_length=200)] = "",
     before: RowIdQuery = None,
 ) -> Response:
     application: Application = request.app.state.application
     labels = JudgeLabels(application.store.database)
-    verdicts = await labels.verdict_counts()
+    types = seen_types(viewer.principal)  # a reviewer's page: only its types' decisions
+    verdicts = await labels.verdict_counts(types=types)
     rubrics = sorted({v.rubric_id for v in verdicts})
     chosen = rubric if rubric in rubrics else ""
     per_rubric: dict[str, dict[tuple[str, str], int]] = {}
@@ -150,12 +154,14 @@ async def agreement_page(
     criterion_rows: list[Agreement] = []
     if chosen:
         per_criterion: dict[str, dict[tuple[str, str], int]] = {}
-        for c in await labels.criterion_counts(chosen):
+        for c in await labels.criterion_counts(chosen, types=types):
             cells = per_criterion.setdefault(c.criterion_id, {})
             key = (_label(c.human_passed), _label(c.judge_passed))
             cells[key] = cells.get(key, 0) + c.count
         criterion_rows = [agreement_of(name, cells) for name, cells in per_criterion.items()]
-    page = await labels.disagreements(rubric_id=chosen or None, limit=PAGE_SIZE, before=before)
+    page = await labels.disagreements(
+        rubric_id=chosen or None, limit=PAGE_SIZE, before=before, types=types
+    )
     return render(
         request,
         "agreement.html",

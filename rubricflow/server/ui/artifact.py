@@ -19,7 +19,12 @@ from fastapi.responses import RedirectResponse
 
 from rubricflow.application import Application
 from rubricflow.results import Evaluation, LLMCall
-from rubricflow.server.ui.access import Viewer, posted_form, readable, require_decider
+from rubricflow.server.ui.access import (
+    Viewer,
+    posted_form,
+    readable_artifact,
+    require_decider,
+)
 from rubricflow.server.ui.agreement import judged_wrong as _judged_wrong
 from rubricflow.server.ui.agreement import record_corrections
 from rubricflow.server.ui.security import UiRoute
@@ -126,7 +131,7 @@ async def artifact_page(
     application: Application = request.app.state.application
     artifacts = application.artifacts
     principal = viewer.principal
-    artifact = readable(principal, await artifacts.get(artifact_id))
+    artifact = await readable_artifact(application, principal, artifact_id)
     history = await artifacts.history(artifact_id)
     evaluations = await artifacts.evaluations(artifact_id, artifact.revision)
     open_now = artifacts.lifecycle.open_to_people(artifact)
@@ -180,7 +185,7 @@ async def decide(request: Request, viewer: Viewer, artifact_id: _ArtifactId) -> 
     application: Application = request.app.state.application
     artifacts = application.artifacts
     principal = viewer.principal
-    artifact = readable(principal, await artifacts.get(artifact_id))
+    artifact = await readable_artifact(application, principal, artifact_id)
     require_decider(principal, artifact)
     action = form.get("action", "")
     reason = form.get("reason", "").strip()

@@ -2,6 +2,9 @@
 rubric's page with its criteria, weights, levels, the meta-rubric's lint, and how its
 criteria did over time (pass rates per day, per version, from the stored criterion
 rows, drawn as SVG on the server); and a side-by-side diff of two versions.
+
+Pass rates follow the API's rules: a reviewer's (a submitter's page has none), counting
+only reviews of the reviewer's token's types (and evaluations of no artifact: runs').
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from markupsafe import Markup
 from rubricflow.application import Application
 from rubricflow.errors import NotFoundError
 from rubricflow.model import Criterion, Rubric
-from rubricflow.server.ui.access import Viewer
+from rubricflow.server.ui.access import Viewer, seen_types
 from rubricflow.server.ui.security import UiRoute
 from rubricflow.server.ui.svg import Bar, Point, Series, bar_chart, line_chart
 from rubricflow.server.ui.templating import render
@@ -188,7 +191,16 @@ async def rubric_page(
     )
     window = DAY_WINDOWS.get(days, 90)
     since = datetime.now(timezone.utc) - timedelta(days=window) if window else None
-    rates = await application.evaluations.criterion_pass_rates(rubric_id, since=since, bucket="day")
+    principal = viewer.principal
+    # pass rates are a reviewer's, of its types (the API's /v1/rubrics/ID/pass-rates)
+    rates_shown = principal.allows_role("reviewer")
+    rates = (
+        await application.evaluations.criterion_pass_rates(
+            rubric_id, since=since, bucket="day", artifact_types=seen_types(principal)
+        )
+        if rates_shown
+        else []
+    )
     meta = lint.rubrics[0].meta if lint.rubrics else None
     latest = (
         rubric
@@ -209,6 +221,7 @@ async def rubric_page(
             "meta": meta,
             "plots": pass_rate_plots(rates, versions, rubric_id, order),
             "overall": _overall_bars(rates, chosen, rubric),
+            "rates_shown": rates_shown,
             "days": days if days in DAY_WINDOWS else "90",
             "windows": DAY_WINDOWS,
             "active": "rubrics",

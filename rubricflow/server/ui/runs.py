@@ -4,6 +4,8 @@ page, with what the HTML report shows (the report's own data preparation:
 page's live region until the run ends), its filter script served as a static file
 (`static/run.js`; the page filters on the server without it); and two runs compared
 (`Application.compare_runs`), each verdict flip linked to the target in both runs.
+
+Every run page is a reviewer's, as the API's /v1/runs: a submitter gets 403.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from rubricflow.application import Application
 from rubricflow.compare import RunComparison
 from rubricflow.report.html import report_data
 from rubricflow.runs import RunData
-from rubricflow.server.ui.access import Viewer
+from rubricflow.server.ui.access import ReviewerViewer
 from rubricflow.server.ui.security import UiRoute
 from rubricflow.server.ui.svg import Bar, Column, bar_chart, column_chart
 from rubricflow.server.ui.templating import render
@@ -40,7 +42,7 @@ _Text = Annotated[str, Query(max_length=200)]
 
 @router.get("/runs", summary="The runs")
 async def runs_page(
-    request: Request, viewer: Viewer, after: Annotated[str, Query(max_length=500)] = ""
+    request: Request, viewer: ReviewerViewer, after: Annotated[str, Query(max_length=500)] = ""
 ) -> Response:
     application: Application = request.app.state.application
     cursor = RunCursor.decode(after) if after else None
@@ -102,7 +104,9 @@ def _run_view(run: RunData) -> dict[str, Any]:
 
 
 @router.get("/runs/compare", summary="Two runs compared")
-async def compare_page(request: Request, viewer: Viewer, a: _Text = "", b: _Text = "") -> Response:
+async def compare_page(
+    request: Request, viewer: ReviewerViewer, a: _Text = "", b: _Text = ""
+) -> Response:
     application: Application = request.app.state.application
     comparison: RunComparison | None = None
     if a and b:
@@ -161,7 +165,7 @@ def _points(value: float) -> str:
 @router.get("/runs/{run_id}", summary="A run")
 async def run_page(
     request: Request,
-    viewer: Viewer,
+    viewer: ReviewerViewer,
     run_id: _RunId,
     verdict: Annotated[str, Query(max_length=20)] = "",
     criterion: _Text = "",
@@ -201,7 +205,7 @@ async def run_page(
 
 
 @router.get("/runs/{run_id}/live", summary="A run's figures (htmx, while it runs)")
-async def run_live(request: Request, viewer: Viewer, run_id: _RunId) -> Response:
+async def run_live(request: Request, viewer: ReviewerViewer, run_id: _RunId) -> Response:
     application: Application = request.app.state.application
     view = _run_view(await application.run(run_id))
     return render(request, "run_live.html", view)
