@@ -113,7 +113,7 @@ async def test_retry_after_past_the_deadline_gives_up_at_once(server: ScriptedSe
     server.queue(Reply(429, {"error": "busy"}, headers={"Retry-After": "120"}))
     started = time.perf_counter()
     evaluation = await judge_once(server, deadline=5.0)
-    assert time.perf_counter() - started < 2.0
+    assert time.perf_counter() - started < 4.5  # not the 120 s, nor the 5 s deadline
     result = evaluation.criteria[0]
     assert result.status == "unable_to_evaluate"
     assert "would pass the 5s deadline" in result.notes
@@ -146,22 +146,22 @@ async def test_a_4xx_is_not_retried(server: ScriptedServer) -> None:
 
 
 async def test_a_slow_answer_times_out_and_is_retried(server: ScriptedServer) -> None:
-    server.queue(openai_reply(verdict(), delay=1.5), openai_reply(verdict("UNMET")))
+    server.queue(openai_reply(verdict(), delay=30), openai_reply(verdict("UNMET")))
     started = time.perf_counter()
     evaluation = await judge_once(server, timeout=0.5)
     elapsed = time.perf_counter() - started
     result = evaluation.criteria[0]
     assert result.status == "scored" and result.verdict == "UNMET"
     assert [c.outcome for c in result.llm_calls] == ["timeout", "ok"]
-    assert 0.45 <= result.llm_calls[0].latency_ms / 1000 < 1.4
-    assert elapsed < 1.5
+    assert 0.45 <= result.llm_calls[0].latency_ms / 1000 < 10  # cut at 0.5 s, not 30 s
+    assert elapsed < 10
 
 
 async def test_the_deadline_bounds_a_question_across_retries(server: ScriptedServer) -> None:
     server.responder = lambda request: openai_reply(verdict(), delay=1.0)
     started = time.perf_counter()
-    evaluation = await judge_once(server, timeout=0.4, deadline=1.0, max_attempts=10)
-    assert time.perf_counter() - started < 2.5
+    evaluation = await judge_once(server, timeout=0.4, deadline=1.0, max_attempts=50)
+    assert time.perf_counter() - started < 8  # 50 attempts of 0.4 s would take 20 s
     assert evaluation.criteria[0].status == "unable_to_evaluate"
 
 

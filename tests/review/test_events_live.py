@@ -305,6 +305,7 @@ async def test_the_bus_wakes_waiters_in_this_process_at_once(
             committed = time.perf_counter()
             event = await asyncio.wait_for(waiting, 10)
             assert event is not None and event.trigger == "archive"
-            assert time.perf_counter() - committed < 0.5
+            # the poll would take 30 s; the bound leaves a loaded machine its slack
+            assert time.perf_counter() - committed < 5
     finally:
         await registry.aclose()

@@ -223,8 +223,8 @@ async def test_a_running_worker_wakes_on_a_commit_and_stops_promptly(
             stop.set()
             stopped = time.monotonic()
             stats = await asyncio.wait_for(running, 5)
-            assert time.monotonic() - stopped < 1.0
-    assert woke_after < 3.0, f"the worker waited {woke_after:.2f}s for a committed event"
+            assert time.monotonic() - stopped < 5  # not the 30 s poll
+    assert woke_after < 10, f"the worker waited {woke_after:.2f}s for a committed event"
     assert stats.delivered == 1
 
 
