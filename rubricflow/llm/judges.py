@@ -659,42 +659,15 @@ def _tags_reader(
         reject_placeholders(written, "the <rationale>")  # `...` copied from the prompt
         return written
 
-    def custom_score(text: str, field: judgespec.ExtractionField) -> Fraction:
-        shown = field.pattern.pattern if field.pattern is not None else "(the whole answer)"
-        raw = judgespec.find_value(field, text)
-        if raw is None:
-            raise AnswerError(
-                f"the answer has no match for the score pattern `{shown}` "
-                f"(match_index {field.match_index})"
-            )
-        try:
-            number = parse_number(raw)
-        except AnswerError:
-            raise AnswerError(
-                f"the score pattern `{shown}` found {raw.strip()[:40]!r}, which holds no number"
-            ) from None
-        if field.field_type == "INT" and number.denominator != 1:
-            raise AnswerError(f"the score {float(number):g} is not a whole number")
-        return number
-
     def read(text: str) -> Reading:
         if score_field is not None:
-            number = custom_score(text, score_field)
+            number = _custom_score(text, score_field)
             if not low <= number <= high:
                 raise AnswerError(f"the score {float(number):g} is outside {shown_scale}")
             return Reading({"score": number, "reasoning": rationale(text)})
         raw = extract_tag(text, "score")
         if raw is None:
-            try:
-                value = extract_json(text)
-                validate_answer(value, fallback)
-            except AnswerError:
-                raise AnswerError(
-                    "the answer has no <score>...</score> tag; give your rationale in "
-                    "<rationale>...</rationale> and one number in <score>...</score>"
-                ) from None
-            score = exact_number(value["score"])
-            return Reading({"score": score, "reasoning": value["reasoning"]})
+            return _json_score(text, fallback)
         try:
             number = parse_number(raw)
         except AnswerError:
@@ -704,6 +677,40 @@ def _tags_reader(
         return Reading({"score": number, "reasoning": rationale(text)})
 
     return read
+
+
+def _custom_score(text: str, field: judgespec.ExtractionField) -> Fraction:
+    """The score a RubricJudgeSpec `extract_judgement` pattern finds in the answer."""
+    shown = field.pattern.pattern if field.pattern is not None else "(the whole answer)"
+    raw = judgespec.find_value(field, text)
+    if raw is None:
+        raise AnswerError(
+            f"the answer has no match for the score pattern `{shown}` "
+            f"(match_index {field.match_index})"
+        )
+    try:
+        number = parse_number(raw)
+    except AnswerError:
+        raise AnswerError(
+            f"the score pattern `{shown}` found {raw.strip()[:40]!r}, which holds no number"
+        ) from None
+    if field.field_type == "INT" and number.denominator != 1:
+        raise AnswerError(f"the score {float(number):g} is not a whole number")
+    return number
+
+
+def _json_score(text: str, schema: dict[str, Any]) -> Reading:
+    """A tags answer without a <score> tag, read as the JSON score answer if it is one."""
+    try:
+        value = extract_json(text)
+        validate_answer(value, schema)
+    except AnswerError:
+        raise AnswerError(
+            "the answer has no <score>...</score> tag; give your rationale in "
+            "<rationale>...</rationale> and one number in <score>...</score>"
+        ) from None
+    score = exact_number(value["score"])
+    return Reading({"score": score, "reasoning": value["reasoning"]})
 
 
 def _judgespec_question(
