@@ -217,39 +217,10 @@ class BatchRun:
 
     async def _prepare_resume(self) -> None:
         given = self.info
-        from_file: RunData | None = None
-        if self.output is not None and self.output.exists():
-            from_file = read_results_file(self.output)
-            if self.info.id != from_file.info.id and self.info.options.get("run_given"):
-                raise ResumeError(
-                    f"{self.output} holds run {from_file.info.id!r}, not {self.info.id!r}; "
-                    "resume the run the file holds, or give another --output"
-                )
-            _same_rubric(from_file.info, given, f"{self.output}: run", "another --output")
-            self.info = RunInfo(**{**self.info.to_dict(), "id": from_file.info.id})
+        from_file = self._resume_file(given)
         from_store: list[Evaluation] = []
         if self.store is not None:
-            run_id = self.info.id
-            if from_file is None and not self.info.options.get("run_given"):
-                latest = await self.store.runs.latest()
-                if latest is None:
-                    raise ResumeError(
-                        "nothing to resume: the store holds no run; start one without --resume"
-                    )
-                run_id = latest.id
-            try:
-                recorded = await self.store.runs.get(run_id)
-            except NotFoundError:
-                if from_file is None:
-                    raise
-                stored = await self.store.runs.start(self.info)
-            else:
-                where = f"{self.store.database.display_url}: run"
-                _same_rubric(recorded, given, where, "another --run")
-                stored = await self.store.runs.resume(run_id)
-            self._in_store = True
-            self.info = RunInfo(**{**stored.to_dict(), "options": self.info.options})
-            from_store = latest_per_target(await self.store.runs.evaluations(run_id))
+            from_store = await self._resume_store(given, from_file)
         elif from_file is None:
             raise ResumeError(
                 "nothing to resume: give the run's --output file or its --db (with --run ID)"
@@ -270,6 +241,45 @@ class BatchRun:
             self._copy_to_file = [e for t, e in store_done.items() if t not in file_done]
         if self.kept is not None:
             self.kept.extend(finished.values())
+
+    def _resume_file(self, given: RunInfo) -> RunData | None:
+        """The run the --output file holds (None without one), which the run continues."""
+        if self.output is None or not self.output.exists():
+            return None
+        from_file = read_results_file(self.output)
+        if self.info.id != from_file.info.id and self.info.options.get("run_given"):
+            raise ResumeError(
+                f"{self.output} holds run {from_file.info.id!r}, not {self.info.id!r}; "
+                "resume the run the file holds, or give another --output"
+            )
+        _same_rubric(from_file.info, given, f"{self.output}: run", "another --output")
+        self.info = RunInfo(**{**self.info.to_dict(), "id": from_file.info.id})
+        return from_file
+
+    async def _resume_store(self, given: RunInfo, from_file: RunData | None) -> list[Evaluation]:
+        """Resume the run in the store (the one named, the file's, else the latest; one only
+        in the file is started there); its latest evaluation of each target."""
+        run_id = self.info.id
+        if from_file is None and not self.info.options.get("run_given"):
+            latest = await self.store.runs.latest()
+            if latest is None:
+                raise ResumeError(
+                    "nothing to resume: the store holds no run; start one without --resume"
+                )
+            run_id = latest.id
+        try:
+            recorded = await self.store.runs.get(run_id)
+        except NotFoundError:
+            if from_file is None:
+                raise
+            stored = await self.store.runs.start(self.info)
+        else:
+            where = f"{self.store.database.display_url}: run"
+            _same_rubric(recorded, given, where, "another --run")
+            stored = await self.store.runs.resume(run_id)
+        self._in_store = True
+        self.info = RunInfo(**{**stored.to_dict(), "options": self.info.options})
+        return latest_per_target(await self.store.runs.evaluations(run_id))
 
     async def _save_to_store(self, evaluations: list[Evaluation]) -> None:
         from rubricflow.store import StoredEvaluation
