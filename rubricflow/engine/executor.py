@@ -427,18 +427,10 @@ async def evaluate_cases(
     window = READY_WINDOW * target_concurrency
     pending: collections.deque[asyncio.Task[Evaluation]] = collections.deque()
 
-    async def items() -> AsyncGenerator[Any, None]:
-        if isinstance(cases, AsyncIterable):
-            async for item in cases:
-                yield item
-        else:
-            for item in cases:
-                yield item
-
     from rubricflow.llm.session import shared_llm_session
 
     async with shared_llm_session(options) as shared:
-        source = items()
+        source = _async_items(cases)
         exhausted = False
         broken: Exception | None = None
         try:
@@ -470,6 +462,16 @@ async def evaluate_cases(
             await source.aclose()
         if broken is not None:
             raise broken
+
+
+async def _async_items(items: Iterable[Any] | AsyncIterable[Any]) -> AsyncGenerator[Any, None]:
+    """`items` one by one, whether they come from a plain or an async iterable."""
+    if isinstance(items, AsyncIterable):
+        async for item in items:
+            yield item
+    else:
+        for item in items:
+            yield item
 
 
 def evaluate_sync(
