@@ -200,10 +200,11 @@ class Application:
         self, text: str, *, source: str = "<text>", suffix: str = "", format: str | None = None
     ) -> list[RegisteredRubric]:
         """Register every rubric in a document given as text (YAML or JSON, any format)."""
-        from rubricflow.formats.document import parse_text
+        from rubricflow.formats.document import check_rubric_size, parse_text
         from rubricflow.formats.loader import detect_format, load_document
         from rubricflow.validation import refuse_broken_configs
 
+        check_rubric_size(len(text.encode("utf-8", "surrogatepass")), source)
         document = parse_text(text, source, suffix=suffix)
         name = format or detect_format(document, plugins=self.plugins, source=source).name
         loaded = load_document(document, format=name, source=source, plugins=self.plugins)

@@ -97,7 +97,7 @@ def rubrics_register(
     """Register every rubric in FILE... (all files in one transaction; with --server, each
     file's rubrics all or none, as the server's rules for strangers' rubrics allow)."""
     from rubricflow.formats.loader import load_file
-    from rubricflow.validation import refuse_broken_configs
+    from rubricflow.validation import refuse_broken_configs, refuse_over_budget_templates
 
     if server is not None:
         _register_remotely(paths, format, server, token, as_json)
@@ -108,6 +108,7 @@ def rubrics_register(
         loaded = [load_file(path, format=format, plugins=plugins) for path in paths]
         for path, item in zip(paths, loaded, strict=True):
             refuse_broken_configs(item.rubrics, plugins, str(path))
+            refuse_over_budget_templates(item.rubrics, str(path))
     except RubricflowError as error:
         # every problem is in a file the user named: a usage error, like `eval` and `convert`
         fail(str(error))

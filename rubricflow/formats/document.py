@@ -25,10 +25,12 @@ __all__ = [
     "MAX_LINE_BYTES",
     "MAX_VALUES",
     "SchemaRefPolicy",
+    "check_rubric_size",
     "lone_surrogate",
     "max_input_bytes",
     "max_line_bytes",
     "open_regular_file",
+    "parse_rubric_text",
     "parse_text",
     "read_capped",
     "read_document",
@@ -527,6 +529,7 @@ def read_document(path: str | Path) -> Any:
         lambda reason: RubricLoadError(reason, source),
         what="rubric file (.yaml, .yml or .json)",
     )
+    check_rubric_size(len(raw), source)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as error:
@@ -541,3 +544,29 @@ def read_document(path: str | Path) -> Any:
             source,
         )
     return document
+
+def check_rubric_size(size: int, source: str) -> None:
+    """Refuse a rubric document of `size` bytes over `Limits.max_rubric_bytes`, before it
+    is parsed (parsing megabytes of YAML takes seconds)."""
+    from rubricflow.model import Limits
+
+    limit = Limits.current().max_rubric_bytes
+    if size > limit:
+        raise RubricLoadError(
+            f"the rubric document is {size:,} bytes; the limit is {limit:,} bytes (setting "
+            "RUBRICFLOW_MAX_RUBRIC_BYTES): split it into several documents",
+            source,
+        )
+
+
+def parse_rubric_text(text: str, source: str) -> Any:
+    """Parse a rubric document given as text (a request body, a tool call), within the
+    size limit: as JSON when it starts like JSON and parses as JSON (fast, and JSON's
+    `1e-06` is a number, not YAML 1.1's text), otherwise as YAML."""
+    check_rubric_size(len(text.encode("utf-8", "surrogatepass")), source)
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            return parse_text(text, source, suffix=".json")
+        except RubricLoadError:
+            pass  # YAML flow style, or broken: the YAML reader says where
+    return parse_text(text, source)

@@ -26,6 +26,7 @@ from rubricflow.errors import (
 from rubricflow.formats.base import FormatRegistry, ImportResult, LoadContext, RubricFormat
 from rubricflow.formats.document import (
     SchemaRefPolicy,
+    check_rubric_size,
     parse_text,
     read_document,
 )
@@ -209,6 +210,7 @@ def load_text(
     text, not a number.) Text has no folder, so a `schema_ref` in it reads no file unless
     `schema_refs="anywhere"` (then relative to the working directory).
     """
+    check_rubric_size(len(text.encode("utf-8", "surrogatepass")), source)
     suffix = Path(source).suffix.lower()
     if suffix not in (".json", ".yaml", ".yml"):
         suffix = ".json" if _looks_like_json(text) else ""

@@ -43,7 +43,7 @@ from rubricflow.llm.prompts import (
     build_prompt,
     criterion_view,
     question_about,
-    render_rubric_template,
+    render_template_async,
     requirement_view,
     template_identity,
 )
@@ -535,7 +535,7 @@ async def judge_level(
     try:
         samples, temperature, max_tokens = _setup(criterion, context)
         rendered = (
-            render_rubric_template(criterion.scoring.template, target)
+            await render_template_async(criterion.scoring.template, target)
             if criterion.scoring.template
             else None
         )

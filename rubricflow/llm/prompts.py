@@ -8,6 +8,7 @@ content is always a variable's *value*; it is never template source. A rubric's 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
@@ -15,17 +16,21 @@ from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import PackageLoader, StrictUndefined, TemplateError, nodes
+from jinja2 import PackageLoader, StrictUndefined, TemplateError, Undefined
 from jinja2.sandbox import SandboxedEnvironment
 
 from rubricflow.llm.answers import escape_delimiters
-from rubricflow.model import Criterion, Rubric
+from rubricflow.llm.sandbox import BudgetedSandbox, PromptError, TemplateBudget, TemplateBudgetError
+from rubricflow.model import Criterion, Limits, Rubric
 from rubricflow.results import Target
+
+_DEFAULTS = Limits()
 
 __all__ = [
     "TEMPLATE_MAX_ITERATIONS",
     "TEMPLATE_MAX_OUTPUT",
     "PromptError",
+    "TemplateBudget",
     "TemplateBudgetError",
     "build_prompt",
     "criterion_view",
@@ -34,12 +39,10 @@ __all__ = [
     "question_about",
     "reask_message",
     "render_rubric_template",
+    "render_template_async",
+    "template_budget",
     "template_identity",
 ]
-
-
-class PromptError(ValueError):
-    """A rubric's template cannot be rendered for this target."""
 
 
 def _finalize(value: Any) -> Any:
@@ -265,72 +268,39 @@ def _system_prompt(rubric_name: str, **shared: Any) -> str:
     return _render("system.j2", rubric_name=rubric_name, **shared)
 
 
-# a rubric template's budget per render: loop iterations in all (the sandbox caps one
-# `range` at 100,000, but nested loops multiply) and characters of output
-TEMPLATE_MAX_ITERATIONS = 1_000_000
-TEMPLATE_MAX_OUTPUT = 1_000_000
+# the defaults of a rubric template's budget per render (`Limits.template_*` settings)
+TEMPLATE_MAX_ITERATIONS = _DEFAULTS.template_iterations
+TEMPLATE_MAX_OUTPUT = _DEFAULTS.template_output
 
 
-class TemplateBudgetError(PromptError):
-    """A rubric template ran past its budget (loop iterations or output size)."""
+def template_budget(limits: Limits | None = None) -> TemplateBudget:
+    """The budget of one render of a rubric template, from `limits` (default: the
+    settings in force)."""
+    limits = limits or Limits.current()
+    return TemplateBudget(
+        iterations=limits.template_iterations,
+        output=limits.template_output,
+        built=limits.template_built,
+        seconds=limits.template_seconds,
+    )
 
 
-class _BudgetedSandbox(SandboxedEnvironment):
-    """The sandbox with a budget per render: every `for` loop's iterable is wrapped (at
-    parse time) in a counter of the iterations of all loops together, so nested loops
-    cannot multiply past `TEMPLATE_MAX_ITERATIONS`."""
-
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
-        self.iterations = 0
-
-    def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
-        tree = super()._parse(source, name, filename)
-        for loop in tree.find_all(nodes.For):
-            loop.iter = nodes.Call(
-                nodes.EnvironmentAttribute("counted_loop"),
-                [loop.iter],
-                [],
-                None,
-                None,
-                lineno=loop.lineno,
-            )
-        return tree
-
-    def counted_loop(self, iterable: Any) -> Iterator[Any]:
-        for item in iterable:
-            self.iterations += 1
-            if self.iterations > TEMPLATE_MAX_ITERATIONS:
-                raise TemplateBudgetError(
-                    f"the criterion's template exceeded its budget of "
-                    f"{TEMPLATE_MAX_ITERATIONS:,} loop iterations per render (nested loops "
-                    "multiply); loop over less"
-                )
-            yield item
-
-
-def _bounded_output(chunks: Iterator[str]) -> str:
-    """The rendered text, refused once it passes `TEMPLATE_MAX_OUTPUT` characters."""
+def _bounded_output(chunks: Iterator[str], limit: int) -> str:
+    """The rendered text, refused once it passes `limit` characters."""
     parts: list[str] = []
     size = 0
     for chunk in chunks:
         size += len(chunk)
-        if size > TEMPLATE_MAX_OUTPUT:
+        if size > limit:
             raise TemplateBudgetError(
-                f"the criterion's template exceeded its budget of {TEMPLATE_MAX_OUTPUT:,} "
+                f"the criterion's template exceeded its budget of {limit:,} "
                 "characters of output per render; print less"
             )
         parts.append(chunk)
     return "".join(parts)
 
 
-def render_rubric_template(template: str, target: Target) -> str:
-    """Render a rubric's own (dataknobs `decode_prompt`) template with the target as context:
-    the content's keys when it is a mapping, plus `content`, `text`, `query`, `reference`
-    and `metadata`. Undefined names are errors; printed values are delimiter-escaped. A
-    render has a budget (`TEMPLATE_MAX_ITERATIONS` loop iterations in all,
-    `TEMPLATE_MAX_OUTPUT` characters): past it, `TemplateBudgetError` names the limit."""
-    environment = _BudgetedSandbox(undefined=StrictUndefined, autoescape=False, finalize=_finalize)
+def _template_context(target: Target) -> dict[str, Any]:
     context: dict[str, Any] = {
         "content": target.content,
         "text": target.text,
@@ -340,9 +310,29 @@ def render_rubric_template(template: str, target: Target) -> str:
     }
     if isinstance(target.content, Mapping):
         context.update({str(k): v for k, v in target.content.items()})
+    return context
+
+
+def render_rubric_template(
+    template: str,
+    target: Target,
+    *,
+    budget: TemplateBudget | None = None,
+    undefined: type[Undefined] = StrictUndefined,
+) -> str:
+    """Render a rubric's own (dataknobs `decode_prompt`) template with the target as context:
+    the content's keys when it is a mapping, plus `content`, `text`, `query`, `reference`
+    and `metadata`. Undefined names are errors; printed values are delimiter-escaped. A
+    render has a budget (`template_budget()`: time, loop iterations, characters built and
+    printed, see rubricflow.llm.sandbox): past it, `TemplateBudgetError` names the limit.
+    This blocks for up to the budget's time: from async code, use `render_template_async`."""
+    budget = budget or template_budget()
+    environment = BudgetedSandbox(budget, _finalize, undefined=undefined, autoescape=False)
+    context = _template_context(target)
     try:
         compiled = environment.from_string(template)
-        return _bounded_output(compiled.generate(**context)).strip()
+        environment.start(context.values())
+        return _bounded_output(compiled.generate(**context), budget.output).strip()
     except TemplateBudgetError:
         raise
     except TemplateError as error:
@@ -350,9 +340,30 @@ def render_rubric_template(template: str, target: Target) -> str:
             f"the criterion's template cannot be rendered for this target: "
             f"{type(error).__name__}: {error}"
         ) from None
+    except MemoryError:
+        raise TemplateBudgetError(
+            "the criterion's template ran out of memory; build smaller strings and lists"
+        ) from None
     except (RecursionError, TypeError, ValueError, AttributeError, LookupError) as error:
         raise PromptError(
             f"the criterion's template failed for this target: {type(error).__name__}: {error}"
+        ) from None
+    except OverflowError as error:
+        raise PromptError(f"the criterion's template failed for this target: {error}") from None
+
+
+async def render_template_async(template: str, target: Target) -> str:
+    """`render_rubric_template` in a worker thread, so the event loop (a server's other
+    requests, `/healthz`) is never held up by a template; past its time budget (plus a
+    second's grace) the caller stops waiting and gets `TemplateBudgetError`."""
+    budget = template_budget()
+    work = asyncio.to_thread(render_rubric_template, template, target, budget=budget)
+    try:
+        return await asyncio.wait_for(work, timeout=budget.seconds + 1.0)
+    except TimeoutError:
+        raise TemplateBudgetError(
+            f"the criterion's template exceeded its budget of {budget.seconds:g} seconds "
+            "per render; do less work in it"
         ) from None
 
 

@@ -15,10 +15,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from rubricflow.errors import Problem, RubricValidationError
-from rubricflow.formats.document import parse_text
+from rubricflow.formats.document import parse_rubric_text
 from rubricflow.formats.loader import LoadedFile, load_document
 from rubricflow.model import Rubric
 from rubricflow.plugins import PluginRegistry
+from rubricflow.validation import refuse_over_budget_templates
 from rubricflow.validation import untrusted_problems as _untrusted_problems
 
 __all__ = ["load_untrusted", "refuse_untrusted", "untrusted_problems"]
@@ -55,10 +56,12 @@ def load_untrusted(
 ) -> LoadedFile:
     """Load every rubric of a document sent as text (YAML or JSON, any format) as a
     stranger's: no file is read (`schema_ref` is refused while loading, in every format),
-    and the loaded rubrics are held to `refuse_untrusted`."""
-    document: Any = parse_text(text, source)
+    and the loaded rubrics are held to `refuse_untrusted` and their templates to their
+    render budget (`refuse_over_budget_templates`). It blocks: call it in a thread."""
+    document: Any = parse_rubric_text(text, source)
     loaded = load_document(
         document, format=format, source=source, plugins=plugins, schema_refs="refuse"
     )
     refuse_untrusted(loaded.rubrics, plugins, source)
+    refuse_over_budget_templates(loaded.rubrics, source)
     return loaded

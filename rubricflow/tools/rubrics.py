@@ -13,10 +13,14 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from rubricflow.errors import ConfigurationError, NotFoundError, Problem, RubricValidationError
-from rubricflow.formats.document import parse_text
+from rubricflow.formats.document import parse_rubric_text
 from rubricflow.formats.loader import load_document
 from rubricflow.model import Rubric
-from rubricflow.validation import refuse_broken_configs, untrusted_problems
+from rubricflow.validation import (
+    refuse_broken_configs,
+    refuse_over_budget_templates,
+    untrusted_problems,
+)
 
 if TYPE_CHECKING:
     from rubricflow.application import Application
@@ -54,7 +58,7 @@ def stranger_problems(rubric: Rubric, plugins: PluginRegistry) -> list[Problem]:
 
 
 def _load(document: str, format: str | None, plugins: PluginRegistry) -> list[Rubric]:
-    parsed = parse_text(document, _SOURCE)
+    parsed = parse_rubric_text(document, _SOURCE)
     loaded = load_document(
         parsed, format=format, source=_SOURCE, plugins=plugins, schema_refs="refuse"
     )
@@ -62,6 +66,7 @@ def _load(document: str, format: str | None, plugins: PluginRegistry) -> list[Ru
     if problems:
         raise RubricValidationError(problems, _SOURCE)
     refuse_broken_configs(loaded.rubrics, plugins, _SOURCE)
+    refuse_over_budget_templates(loaded.rubrics, _SOURCE)
     return list(loaded.rubrics)
 
 

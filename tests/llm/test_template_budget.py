@@ -1,13 +1,23 @@
 """A rubric's template has a budget per render (issue 16, item 4): nested `range(100000)`
-loops multiply past the sandbox's per-range cap, so they fail fast, naming the limit."""
+loops multiply past the sandbox's per-range cap, so they fail fast, naming the limit.
+Issue 27: the budget covers time and every string, list and number the template builds
+(`*`, `+`, `~`, `%`, `format` widths, filters, method calls), checked before it is built,
+and a render from async code runs off the event loop."""
 
 from __future__ import annotations
 
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from rubricflow.llm.prompts import TemplateBudgetError, render_rubric_template
+from rubricflow.llm.prompts import (
+    TemplateBudget,
+    TemplateBudgetError,
+    render_rubric_template,
+    render_template_async,
+)
 from rubricflow.results import Target
 
 TARGET = Target(id="t", content="hello")
@@ -40,3 +50,103 @@ def test_ordinary_templates_render_as_before() -> None:
     )
     assert rendered == "1/2 2/2 hello"
     assert render_rubric_template("{% for i in range(100000) %}{% endfor %}ok", TARGET) == "ok"
+
+
+# --- issue 27: templates that ask for gigabytes in one operation ----------------------------
+# Each was accepted before and allocated what it asked for (up to 10.8 GB on the server);
+# now each is refused before the allocation, naming the budget of characters built.
+HOSTILE = [
+    "{{ '%0999999999d'|format(1) }}",
+    "{{ ('a'*3000000000)|length }}",
+    "{{ 'x'*100000000 }}",
+    "{{ '%0999999999d' % 1 }}",
+    "{{ '%.999999999f' % 1.5 }}",
+    "{{ '%*d' % (999999999, 1) }}",
+    "{{ '{:>999999999}'.format(1) }}",
+    "{{ '{0:{1}}'.format(1, 999999999) }}",
+    "{{ ['x'] * 100000000 }}",
+    "{{ 2 ** 999999999 }}",
+    "{{ 'a'|center(999999999) }}",
+    "{{ 'a'.ljust(999999999) }}",
+    "{{ 'a'|indent(999999999, true) }}",
+    "{{ 'aaaa'|replace('', 'x' * 10000000) }}",
+    "{{ lipsum(100000000) }}",
+    "{{ [1]|batch(999999999, 'x')|list }}",
+    # repeated concatenation: `~` and `+` doubling in a loop, and aliased lists
+    "{% set ns = namespace(s='x') %}{% for i in range(60) %}{% set ns.s = ns.s ~ ns.s %}"
+    "{% endfor %}{{ ns.s|length }}",
+    "{% set ns = namespace(s='x') %}{% for i in range(60) %}{% set ns.s = ns.s + ns.s %}"
+    "{% endfor %}{{ ns.s|length }}",
+    "{% set ns = namespace(s=['x']) %}{% for i in range(60) %}{% set ns.s = [ns.s, ns.s] %}"
+    "{% endfor %}{{ ns.s }}",
+    "{% set l = ['x'] %}{% for i in range(60) %}{{ l.extend(l) }}{% endfor %}",
+    "{% set x %}{% for i in range(100000) %}{{ text * 1000 }}{% endfor %}{% endset %}{{ 1 }}",
+]
+
+
+@pytest.mark.parametrize("template", HOSTILE)
+def test_a_template_cannot_build_past_its_budget(template: str) -> None:
+    started = time.monotonic()
+    with pytest.raises(TemplateBudgetError, match="16,000,000 characters built per render"):
+        render_rubric_template(template, TARGET)
+    assert time.monotonic() - started < 30  # refused before the allocation, not after
+
+
+def test_a_template_past_its_time_budget_is_stopped() -> None:
+    budget = TemplateBudget(seconds=0.2)
+    slow = "{% for i in range(100000) %}{{ range(50)|map('string')|join(',')|length }}{% endfor %}"
+    started = time.monotonic()
+    with pytest.raises(TemplateBudgetError, match=r"0\.2 seconds per render"):
+        render_rubric_template(slow, TARGET, budget=budget)
+    assert time.monotonic() - started < 30
+
+
+@settings(max_examples=60, deadline=None)
+@given(width=st.integers(min_value=0, max_value=10**12), form=st.sampled_from(["%", "{"]))
+def test_any_format_width_renders_within_the_budget_or_is_refused(width: int, form: str) -> None:
+    percent = f"{{{{ '%0{width}d'|format(7) }}}}"
+    braces = f"{{{{ '{{:0>{width}}}'.format(7) }}}}"
+    template = percent if form == "%" else braces
+    try:
+        rendered = render_rubric_template(template, TARGET)
+    except TemplateBudgetError:
+        assert width > 900_000  # refused only near or past the budget
+    else:
+        assert len(rendered) == max(width, 1) <= 1_000_000
+
+
+def test_templates_that_use_the_content_render_as_before() -> None:
+    target = Target(id="t", content={"items": ["a", "b"], "title": "Hi"})
+    template = (
+        "{{ title }}: {% for item in items %}{{ loop.index }}={{ item|upper }}{{ ', ' if not "
+        "loop.last }}{% endfor %} | {{ '%-4s|' % title }}{{ '{:>4}'.format(title) }} "
+        "{{ (items * 2)|join('') }} {{ content|tojson }}{% macro m(x) %}<{{ x }}>{% endmacro %}"
+        "{{ m(title ~ '!') }}"
+    )
+    assert render_rubric_template(template, target) == (
+        'Hi: 1=A, 2=B | Hi  |  Hi abab {"items": ["a", "b"], "title": "Hi"}<Hi!>'
+    )
+
+
+async def test_rendering_from_async_code_leaves_the_event_loop_free() -> None:
+    """The render runs in a worker thread: a ticker on the loop keeps ticking while a
+    template grinds through its iteration budget."""
+    import asyncio
+
+    ticks = 0
+    stop = asyncio.Event()
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            await asyncio.sleep(0.01)
+
+    task = asyncio.create_task(ticker())
+    slow = "{% for i in range(1000) %}{% for j in range(1000) %}{% for k in range(9) %}"
+    slow += "{% endfor %}{% endfor %}{% endfor %}"
+    with pytest.raises(TemplateBudgetError):
+        await render_template_async(slow, TARGET)
+    stop.set()
+    await task
+    assert ticks >= 5
