@@ -592,11 +592,7 @@ def _case_rubric(case: _Case, doc: Mapping[str, Any], source: str | None, versio
     grouped = len(case.graders) > 1 or any(not grader.plain for grader in case.graders)
     taken: set[str] = set()
     for grader in case.graders:
-        group_id = slugify(grader.name, "grader").replace(".", "_")
-        base, suffix = group_id, 2
-        while group_id in taken:
-            group_id, suffix = f"{base}-{suffix}", suffix + 1
-        taken.add(group_id)
+        group_id = _unique_group_id(grader.name, taken)
         grader_criteria: list[dict[str, Any]] = []
         for number, (path, raw) in enumerate(grader.items, start=1):
             criterion = _criterion(reader, raw, path, number)
@@ -616,19 +612,8 @@ def _case_rubric(case: _Case, doc: Mapping[str, Any], source: str | None, versio
                 criterion["group"] = group_id
         criteria.extend(grader_criteria)
         if grouped:
-            group: dict[str, Any] = {"id": group_id, "name": grader.name}
-            if grader.weight is not None:
-                group["weight"] = grader.weight
-            elif grader.strings:
-                # AgentV: a grader of plain strings weighs as many as it has strings
-                group["weight"] = len(grader_criteria)
-            if grader.required:
-                # AgentV: a required grader below its bar makes the case's score 0
-                group["required"], group["on_failure"] = True, "zero"
-            if grader.min_score is not None:
-                group["min_score"] = grader.min_score
             path_map[f"groups[{len(groups)}]"] = grader.path
-            groups.append(group)
+            groups.append(_grader_group(grader, group_id, len(grader_criteria)))
     reader.raise_if_problems()
     native: dict[str, Any] = {
         "id": slugify(case.id, "case"),
@@ -646,6 +631,32 @@ def _case_rubric(case: _Case, doc: Mapping[str, Any], source: str | None, versio
         native["groups"] = groups
     path_map["id"] = f"{case.path}.id"
     return build_rubric(native, source, path_map)
+
+
+def _unique_group_id(name: str, taken: set[str]) -> str:
+    """A group id from a grader's name, made unique among `taken` (and added to it)."""
+    group_id = slugify(name, "grader").replace(".", "_")
+    base, suffix = group_id, 2
+    while group_id in taken:
+        group_id, suffix = f"{base}-{suffix}", suffix + 1
+    taken.add(group_id)
+    return group_id
+
+
+def _grader_group(grader: _Grader, group_id: str, items: int) -> dict[str, Any]:
+    """A grader as a native criteria group (`items`: how many criteria it holds)."""
+    group: dict[str, Any] = {"id": group_id, "name": grader.name}
+    if grader.weight is not None:
+        group["weight"] = grader.weight
+    elif grader.strings:
+        # AgentV: a grader of plain strings weighs as many as it has strings
+        group["weight"] = items
+    if grader.required:
+        # AgentV: a required grader below its bar makes the case's score 0
+        group["required"], group["on_failure"] = True, "zero"
+    if grader.min_score is not None:
+        group["min_score"] = grader.min_score
+    return group
 
 
 def _score_range_gate(criterion: dict[str, Any], version: str) -> None:

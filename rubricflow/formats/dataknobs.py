@@ -126,28 +126,8 @@ class DataknobsFormat:
             crit = reader.mapping(item, where)
             if crit is None:
                 continue
-            for key in crit:
-                if key not in CRITERION_FIELDS:
-                    reader.warn(f"{where}.{key}", "not a dataknobs criterion field; ignored")
             native_path = f"criteria[{len(criteria)}]"
-            # dataknobs' `required` (default true) means "must be evaluated", not a gate:
-            # rubricflow evaluates every criterion (`unscored_policy: fail_closed`), and
-            # the verdict is the weighted score against `pass_threshold` alone
-            reader.flag(crit, "required", where, default=True)
-            converted = {key: crit[key] for key in CRITERION_FIELDS[:-1] if key in crit}
-            converted.pop("required", None)
-            if "scoring_method" in crit:
-                source_method = f"{where}.scoring_method"
-                converted["scoring"] = _scoring(
-                    reader, crit["scoring_method"], source_method, context
-                )
-                path_map[f"{native_path}.scoring"] = source_method
-                for native_key, source_key in SCORING_FIELDS.items():
-                    path_map[f"{native_path}.scoring.{native_key}"] = (
-                        f"{source_method}.{source_key}"
-                    )
-            path_map[native_path] = where
-            criteria.append(converted)
+            criteria.append(_criterion(reader, crit, where, native_path, path_map, context))
         native = {key: data[key] for key in RUBRIC_FIELDS if key in data and key != "criteria"}
         native["criteria"] = criteria
         metadata = data.get("metadata")
@@ -158,6 +138,54 @@ class DataknobsFormat:
         if reader.problems:
             return None
         return build_rubric(native, context.source, path_map)
+
+
+def _criterion(
+    reader: SourceReader,
+    crit: Mapping[str, Any],
+    where: str,
+    native_path: str,
+    path_map: dict[str, str],
+    context: LoadContext,
+) -> dict[str, Any]:
+    """A dataknobs criterion as a native one, its source paths noted in `path_map`."""
+    for key in crit:
+        if key not in CRITERION_FIELDS:
+            reader.warn(f"{where}.{key}", "not a dataknobs criterion field; ignored")
+    # dataknobs' `required` (default true) means "must be evaluated", not a gate:
+    # rubricflow evaluates every criterion (`unscored_policy: fail_closed`), and
+    # the verdict is the weighted score against `pass_threshold` alone
+    reader.flag(crit, "required", where, default=True)
+    converted = {key: crit[key] for key in CRITERION_FIELDS[:-1] if key in crit}
+    converted.pop("required", None)
+    if "scoring_method" in crit:
+        source_method = f"{where}.scoring_method"
+        converted["scoring"] = _scoring(reader, crit["scoring_method"], source_method, context)
+        path_map[f"{native_path}.scoring"] = source_method
+        for native_key, source_key in SCORING_FIELDS.items():
+            path_map[f"{native_path}.scoring.{native_key}"] = f"{source_method}.{source_key}"
+    path_map[native_path] = where
+    return converted
+
+
+def _schema_scoring(
+    reader: SourceReader,
+    method: Mapping[str, Any],
+    path: str,
+    context: LoadContext,
+    scoring: dict[str, Any],
+) -> None:
+    """A `schema` method's schema, given inline or by `schema_ref` (read here)."""
+    if method.get("schema") is not None:
+        scoring["schema"] = method["schema"]
+    elif method.get("schema_ref") is not None:
+        ref = reader.text(method, "schema_ref", path)
+        if ref is not None:
+            scoring["schema_ref"] = ref
+            try:
+                scoring["schema"] = read_schema_ref(ref, context)
+            except ValueError as error:
+                reader.problem(f"{path}.schema_ref", str(error))
 
 
 def _scoring(reader: SourceReader, raw: Any, path: str, context: LoadContext) -> dict[str, Any]:
@@ -178,16 +206,7 @@ def _scoring(reader: SourceReader, raw: Any, path: str, context: LoadContext) ->
             ref = META_FUNCTIONS[ref]
         scoring["function"] = ref
     elif kind == "schema":
-        if method.get("schema") is not None:
-            scoring["schema"] = method["schema"]
-        elif method.get("schema_ref") is not None:
-            ref = reader.text(method, "schema_ref", path)
-            if ref is not None:
-                scoring["schema_ref"] = ref
-                try:
-                    scoring["schema"] = read_schema_ref(ref, context)
-                except ValueError as error:
-                    reader.problem(f"{path}.schema_ref", str(error))
+        _schema_scoring(reader, method, path, context, scoring)
     else:
         if method.get("decode_prompt") is not None:
             scoring["template"] = method["decode_prompt"]

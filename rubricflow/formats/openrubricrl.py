@@ -71,39 +71,7 @@ class OpenRubricRLFormat:
             metric = reader.mapping(item, path)
             if metric is None:
                 continue
-            metric_name = reader.text(metric, "name", path, required=True) or f"metric_{index}"
-            kind = reader.text(metric, "type", path, required=True) or "custom"
-            if kind not in METRIC_TYPES:
-                reader.problem(
-                    f"{path}.type", f"unknown metric type {kind!r}; use one of {METRIC_TYPES}"
-                )
-            weight = reader.number(metric, "weight", path, required=True, default=0.0) or 0.0
-            if not 0.0 <= weight <= 1.0:
-                reader.problem(f"{path}.weight", f"metric weight {weight} must be within 0..1")
-            config = metric.get("config") or {}
-            if not isinstance(config, Mapping):
-                reader.problem(f"{path}.config", "expected a mapping of metric settings")
-                config = {}
-            if kind == "custom":
-                reader.warn(
-                    path,
-                    "OpenRubricRL's `custom` metric computes nothing; this criterion needs a "
-                    "metric plugin that provides it (config.metric names it) or it will "
-                    "report an error, never a score",
-                )
-            metric_criteria.append(
-                {
-                    "id": slugify(metric_name, f"metric_{index}"),
-                    "name": metric_name,
-                    "description": f"{kind} metric",
-                    "weight": weight,
-                    "scoring": {
-                        "method": "metric",
-                        "metric": str(config.get("metric", kind)) if kind == "custom" else kind,
-                        "config": dict(config),
-                    },
-                }
-            )
+            metric_criteria.append(_metric_criterion(reader, metric, index, path))
             metric_paths.append(path)
         metric_total = sum(c["weight"] for c in metric_criteria)
         llm_share = max(0.0, 1.0 - metric_total)
@@ -157,23 +125,7 @@ class OpenRubricRLFormat:
             )
         reader.raise_if_problems()
 
-        metadata: dict[str, Any] = {}
-        if isinstance(doc.get("metadata"), Mapping):
-            metadata = dict(doc["metadata"])
-        elif doc.get("metadata") is not None:
-            reader.problem("metadata", "expected a mapping (key: value pairs) of metadata")
-            reader.raise_if_problems()
-        if "domain" in doc:
-            metadata["domain"] = doc["domain"]
-            if doc["domain"] is not None and doc["domain"] not in DOMAINS:
-                # only metadata here, so the rubric still imports; OpenRubricRL would not
-                reader.warn(
-                    "domain",
-                    f"domain {shown(doc['domain'])} is not one of {', '.join(DOMAINS)}; "
-                    "OpenRubricRL refuses this rubric; rubricflow keeps it as "
-                    "metadata.domain (use one of those values to keep the file valid there)",
-                )
-        metadata["imported_from"] = "openrubricrl"
+        metadata = _metadata(reader, doc)
         native = {
             "id": slugify(name, "rubric"),
             "name": name,
@@ -256,3 +208,60 @@ def _subcriteria(reader: SourceReader, raw: Any, path: str) -> list[dict[str, An
             }
         )
     return result
+
+
+def _metric_criterion(
+    reader: SourceReader, metric: Mapping[str, Any], index: int, path: str
+) -> dict[str, Any]:
+    """A `hybrid_metrics` entry as a native `metric` criterion (its problems noted)."""
+    metric_name = reader.text(metric, "name", path, required=True) or f"metric_{index}"
+    kind = reader.text(metric, "type", path, required=True) or "custom"
+    if kind not in METRIC_TYPES:
+        reader.problem(f"{path}.type", f"unknown metric type {kind!r}; use one of {METRIC_TYPES}")
+    weight = reader.number(metric, "weight", path, required=True, default=0.0) or 0.0
+    if not 0.0 <= weight <= 1.0:
+        reader.problem(f"{path}.weight", f"metric weight {weight} must be within 0..1")
+    config = metric.get("config") or {}
+    if not isinstance(config, Mapping):
+        reader.problem(f"{path}.config", "expected a mapping of metric settings")
+        config = {}
+    if kind == "custom":
+        reader.warn(
+            path,
+            "OpenRubricRL's `custom` metric computes nothing; this criterion needs a "
+            "metric plugin that provides it (config.metric names it) or it will "
+            "report an error, never a score",
+        )
+    return {
+        "id": slugify(metric_name, f"metric_{index}"),
+        "name": metric_name,
+        "description": f"{kind} metric",
+        "weight": weight,
+        "scoring": {
+            "method": "metric",
+            "metric": str(config.get("metric", kind)) if kind == "custom" else kind,
+            "config": dict(config),
+        },
+    }
+
+
+def _metadata(reader: SourceReader, doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The rubric's metadata: the document's, its `domain`, and where it came from."""
+    metadata: dict[str, Any] = {}
+    if isinstance(doc.get("metadata"), Mapping):
+        metadata = dict(doc["metadata"])
+    elif doc.get("metadata") is not None:
+        reader.problem("metadata", "expected a mapping (key: value pairs) of metadata")
+        reader.raise_if_problems()
+    if "domain" in doc:
+        metadata["domain"] = doc["domain"]
+        if doc["domain"] is not None and doc["domain"] not in DOMAINS:
+            # only metadata here, so the rubric still imports; OpenRubricRL would not
+            reader.warn(
+                "domain",
+                f"domain {shown(doc['domain'])} is not one of {', '.join(DOMAINS)}; "
+                "OpenRubricRL refuses this rubric; rubricflow keeps it as "
+                "metadata.domain (use one of those values to keep the file valid there)",
+            )
+    metadata["imported_from"] = "openrubricrl"
+    return metadata

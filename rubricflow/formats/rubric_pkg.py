@@ -61,18 +61,7 @@ class RubricPackageFormat:
             rubric_id = reader.text(body, "id", prefix.rstrip("."))
             if "sections" in body:
                 sections_used = True
-                for s_index, raw in enumerate(
-                    reader.sequence(body["sections"], f"{prefix}sections") or []
-                ):
-                    where = f"{prefix}sections[{s_index}]"
-                    group = reader.mapping(raw, where)
-                    if group is None:
-                        continue
-                    title = reader.text(group, "title", where) or reader.text(group, "id", where)
-                    for c_index, item in enumerate(
-                        reader.sequence(group.get("criteria"), f"{where}.criteria") or []
-                    ):
-                        items.append((f"{where}.criteria[{c_index}]", item, title))
+                items = _section_items(reader, body["sections"], prefix)
             else:
                 for c_index, item in enumerate(
                     reader.sequence(body.get("criteria"), f"{prefix}criteria") or []
@@ -110,3 +99,21 @@ class RubricPackageFormat:
         }
         path_map["id"] = f"{prefix}id"
         return ImportResult([build_rubric(native, source, path_map)], reader.warnings)
+
+
+def _section_items(
+    reader: SourceReader, sections: Any, prefix: str
+) -> list[tuple[str, Any, str | None]]:
+    """The criteria of every section, each with its path and its section's title."""
+    items: list[tuple[str, Any, str | None]] = []
+    for s_index, raw in enumerate(reader.sequence(sections, f"{prefix}sections") or []):
+        where = f"{prefix}sections[{s_index}]"
+        group = reader.mapping(raw, where)
+        if group is None:
+            continue
+        title = reader.text(group, "title", where) or reader.text(group, "id", where)
+        for c_index, item in enumerate(
+            reader.sequence(group.get("criteria"), f"{where}.criteria") or []
+        ):
+            items.append((f"{where}.criteria[{c_index}]", item, title))
+    return items
