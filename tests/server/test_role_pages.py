@@ -26,6 +26,8 @@ import httpx
 from review.conftest import run_blocking
 
 from rubricflow.application import Application
+from rubricflow.client import Client
+from rubricflow.errors import ArtifactIdTakenError, RubricflowError
 from rubricflow.runs import RunInfo
 from rubricflow.store.evaluations import StoredEvaluation
 
@@ -287,6 +289,19 @@ def _check_ids(matrix: Matrix, seeded: Seeded, server: RunningServer, tokens: To
         )
 
 
+def _check_client(matrix: Matrix, seeded: Seeded, server: RunningServer, tokens: Tokens) -> None:
+    """The Python client raises the class the store raises, for a hidden id as for any."""
+    with Client(server.url, tokens.sub) as client:
+        try:
+            client.create("note", PASS, artifact_id=seeded.queued["other"])
+        except ArtifactIdTakenError as error:
+            matrix.equal("the client's error status", error.status, 409)
+        except RubricflowError as error:
+            matrix.wrong.append(f"the client raised {type(error).__name__}: {error}")
+        else:
+            matrix.wrong.append("the client created an artifact with a taken id")
+
+
 def test_the_dashboard_follows_the_api_role_rules_on_every_page(
     start_server: Callable[..., RunningServer], server_db: str
 ) -> None:
@@ -298,4 +313,5 @@ def test_the_dashboard_follows_the_api_role_rules_on_every_page(
     for role in ROLES:
         _check_role(matrix, role, seeded, server, secrets[role])
     _check_ids(matrix, seeded, server, tokens)
+    _check_client(matrix, seeded, server, tokens)
     assert not matrix.wrong, f"{len(matrix.wrong)} wrong outcomes:\n" + "\n".join(matrix.wrong)
