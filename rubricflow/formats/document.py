@@ -268,41 +268,9 @@ def parse_text(text: str, source: str, *, suffix: str = "") -> Any:
             if line.strip()
         ]
     elif suffix.lower() == ".json":
-        try:
-            document = json.loads(text, object_pairs_hook=_json_object(source))
-        except json.JSONDecodeError as error:
-            raise RubricLoadError(
-                f"malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}",
-                source,
-            ) from None
-        except RecursionError:
-            raise _too_deep(source) from None
-        except ValueError as error:  # e.g. an integer with thousands of digits
-            raise RubricLoadError(_unreadable_value("JSON", error), source) from None
-        except RubricLoadError as error:  # a duplicate key: find its line with the YAML reader
-            raise _locate_duplicate_json_key(text, source) or error from None
+        document = _parse_json(text, source)
     else:
-        try:
-            document = _load_yaml(text, source)
-        except yaml.MarkedYAMLError as error:
-            raise RubricLoadError(_yaml_message(error), source) from None
-        except yaml.reader.ReaderError as error:
-            line = text.count("\n", 0, error.position) + 1
-            column = error.position - (text.rfind("\n", 0, error.position) + 1) + 1
-            raise RubricLoadError(
-                f"malformed YAML at line {line}, column {column}: the control character "
-                f"#x{error.character:04x} is not allowed in YAML; remove it (is this a "
-                "binary file?)"
-                if isinstance(error.character, int)
-                else f"malformed YAML at line {line}, column {column}: {error.reason}",
-                source,
-            ) from None
-        except yaml.YAMLError as error:
-            raise RubricLoadError(f"malformed YAML: {error}", source) from None
-        except RecursionError:
-            raise _too_deep(source) from None
-        except ValueError as error:  # e.g. an integer with thousands of digits
-            raise RubricLoadError(_unreadable_value("YAML", error), source) from None
+        document = _parse_yaml(text, source)
     _check_depth(document, source)
     surrogate = lone_surrogate(document)
     if surrogate is not None:
@@ -312,6 +280,48 @@ def parse_text(text: str, source: str, *, suffix: str = "") -> Any:
             source,
         )
     return document
+
+
+def _parse_json(text: str, source: str) -> Any:
+    """`text` as JSON; a failure is a `RubricLoadError` saying where."""
+    try:
+        return json.loads(text, object_pairs_hook=_json_object(source))
+    except json.JSONDecodeError as error:
+        raise RubricLoadError(
+            f"malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}",
+            source,
+        ) from None
+    except RecursionError:
+        raise _too_deep(source) from None
+    except ValueError as error:  # e.g. an integer with thousands of digits
+        raise RubricLoadError(_unreadable_value("JSON", error), source) from None
+    except RubricLoadError as error:  # a duplicate key: find its line with the YAML reader
+        raise _locate_duplicate_json_key(text, source) or error from None
+
+
+def _parse_yaml(text: str, source: str) -> Any:
+    """`text` as YAML; a failure is a `RubricLoadError` saying where."""
+    try:
+        return _load_yaml(text, source)
+    except yaml.MarkedYAMLError as error:
+        raise RubricLoadError(_yaml_message(error), source) from None
+    except yaml.reader.ReaderError as error:
+        line = text.count("\n", 0, error.position) + 1
+        column = error.position - (text.rfind("\n", 0, error.position) + 1) + 1
+        raise RubricLoadError(
+            f"malformed YAML at line {line}, column {column}: the control character "
+            f"#x{error.character:04x} is not allowed in YAML; remove it (is this a "
+            "binary file?)"
+            if isinstance(error.character, int)
+            else f"malformed YAML at line {line}, column {column}: {error.reason}",
+            source,
+        ) from None
+    except yaml.YAMLError as error:
+        raise RubricLoadError(f"malformed YAML: {error}", source) from None
+    except RecursionError:
+        raise _too_deep(source) from None
+    except ValueError as error:  # e.g. an integer with thousands of digits
+        raise RubricLoadError(_unreadable_value("YAML", error), source) from None
 
 
 def lone_surrogate(value: Any) -> str | None:
