@@ -13,12 +13,14 @@ judge usage among its queries) and `runs`; the judge cache is `store.judge_cache
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from rubricflow.errors import NotFoundError
+from rubricflow.settings import Settings, current, use
 from rubricflow.store import Store
 
 if TYPE_CHECKING:
@@ -36,6 +38,23 @@ if TYPE_CHECKING:
     from rubricflow.webhooks import WebhookService
 
 __all__ = ["Application"]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _under_settings(
+    method: Callable[Concatenate[Application, _P], Awaitable[_R]],
+) -> Callable[Concatenate[Application, _P], Awaitable[_R]]:
+    """Run an operation with the application's settings bound (`rubricflow.settings.use`),
+    so what it calls (loading, checks, the judge) reads them and not the environment."""
+
+    @functools.wraps(method)
+    async def bound(self: Application, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with use(self.settings):
+            return await method(self, *args, **kwargs)
+
+    return bound
 
 
 def _masked(info: RunInfo) -> RunInfo:
@@ -59,7 +78,11 @@ class Application:
         *,
         plugins: PluginRegistry | None = None,
         lease_seconds: float | None = None,
+        settings: Settings | None = None,
     ) -> None:
+        #: the settings of this application's operations (default: the caller's, else
+        #: the environment's, read now); another application may hold others
+        self.settings = settings if settings is not None else current()
         self.store = store
         self._plugins = plugins
         self._lease_seconds = lease_seconds
@@ -78,7 +101,8 @@ class Application:
         if self._plugins is None:
             from rubricflow.plugins import create_plugin_manager
 
-            self._plugins = create_plugin_manager()
+            with use(self.settings):
+                self._plugins = create_plugin_manager()
         return self._plugins
 
     @property
@@ -87,7 +111,10 @@ class Application:
         if self._artifacts is None:
             from rubricflow.review import ArtifactRegistry
 
-            options: dict[str, Any] = {"plugins": self.plugins}
+            options: dict[str, Any] = {
+                "plugins": self.plugins,
+                "max_failures": self.settings.max_review_failures,
+            }
             if self._lease_seconds is not None:
                 options["lease_seconds"] = self._lease_seconds
             self._artifacts = ArtifactRegistry(self.store, **options)
@@ -118,12 +145,18 @@ class Application:
         upgrade: bool = False,
         plugins: PluginRegistry | None = None,
         lease_seconds: float | None = None,
+        settings: Settings | None = None,
     ) -> Application:
-        """The application over the store at `db` (default $RUBRICFLOW_DB, else
-        ./rubricflow.db); closing it closes the store."""
-        store = await Store.open(db, upgrade=upgrade)
+        """The application over the store at `db` (default `settings.db`: $RUBRICFLOW_DB,
+        else ./rubricflow.db); closing it closes the store. `settings` default to the
+        caller's (the CLI's, the server's), else the environment's, read here."""
+        settings = settings if settings is not None else current()
+        with use(settings):
+            store = await Store.open(db, upgrade=upgrade)
         try:
-            application = cls(store, plugins=plugins, lease_seconds=lease_seconds)
+            application = cls(
+                store, plugins=plugins, lease_seconds=lease_seconds, settings=settings
+            )
         except BaseException:
             await store.close()
             raise
@@ -159,6 +192,7 @@ class Application:
         return self.store.runs
 
     # --- artifacts ---------------------------------------------------------------------------
+    @_under_settings
     async def create_and_submit(
         self,
         type_name: str,
@@ -185,6 +219,7 @@ class Application:
         )
 
     # --- rubrics -----------------------------------------------------------------------------
+    @_under_settings
     async def register_rubric_files(
         self, paths: Sequence[str | Path], *, format: str | None = None
     ) -> list[RegisteredRubric]:
@@ -196,6 +231,7 @@ class Application:
         pairs = [(rubric, item.format) for item in loaded for rubric in item.rubrics]
         return list(await self.store.rubrics.register_pairs(pairs))
 
+    @_under_settings
     async def register_rubric_text(
         self, text: str, *, source: str = "<text>", suffix: str = "", format: str | None = None
     ) -> list[RegisteredRubric]:
@@ -212,6 +248,7 @@ class Application:
         pairs = [(rubric, loaded.format) for rubric in loaded.rubrics]
         return list(await self.store.rubrics.register_pairs(pairs))
 
+    @_under_settings
     async def lint_rubric_file(self, path: str | Path, *, format: str | None = None) -> FileReport:
         """Validate a rubric file and run the meta-rubric over it (off the event loop:
         a large rubric must not hold up a server's other requests)."""
@@ -219,6 +256,7 @@ class Application:
 
         return await asyncio.to_thread(lint_file, path, format=format, plugins=self.plugins)
 
+    @_under_settings
     async def lint_rubric_text(
         self, text: str, *, source: str = "<text>", suffix: str = "", format: str | None = None
     ) -> FileReport:
@@ -254,6 +292,7 @@ class Application:
         return diff_rubrics(old, new)
 
     # --- evaluation without storage ----------------------------------------------------------
+    @_under_settings
     async def evaluate(
         self,
         rubric: Rubric,
@@ -280,6 +319,7 @@ class Application:
             plugins=self.plugins,
             allow_import=allow_import,
             options=options,
+            settings=self.settings,
             **extra,
         )
         return [evaluation async for evaluation in stream]

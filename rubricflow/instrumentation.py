@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from rubricflow.settings import current as current_settings
+from rubricflow.settings import env_name
 
 if TYPE_CHECKING:
     from rubricflow.model import Criterion, Rubric
@@ -37,7 +39,7 @@ __all__ = [
     "reset",
 ]
 
-OTEL_ENV = "RUBRICFLOW_OTEL"
+OTEL_ENV = env_name("otel")
 TELEMETRY_MODULE = "rubricflow.telemetry"
 logger = logging.getLogger("rubricflow.instrumentation")
 
@@ -118,12 +120,10 @@ def reset() -> None:
 
 
 def _resolve() -> Instrumentation:
-    setting = os.environ.get(OTEL_ENV, "").strip().lower()
+    setting = current_settings().otel
     chosen = _NOOP
-    wanted = setting in {"1", "true", "yes", "on"}
-    if setting not in {"0", "false", "no", "off"} and (
-        wanted or "opentelemetry.trace" in sys.modules
-    ):
+    wanted = setting is True
+    if setting is not False and (wanted or "opentelemetry.trace" in sys.modules):
         try:
             chosen = importlib.import_module(TELEMETRY_MODULE).automatic(required=wanted)
         except Exception as error:  # telemetry must never stop an evaluation

@@ -10,7 +10,6 @@ import copy
 import importlib
 import inspect
 import logging
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -28,6 +27,7 @@ from rubricflow.hookspecs import (
     ConfigCheck,
     RubricflowHookSpecs,
 )
+from rubricflow.settings import current, env_name
 
 if TYPE_CHECKING:
     from rubricflow.formats.base import RubricFormat
@@ -47,7 +47,7 @@ __all__ = [
 logger = logging.getLogger("rubricflow.plugins")
 
 ENTRY_POINT_GROUP = PROJECT_NAME
-BLOCK_ENV = "RUBRICFLOW_DISABLE_PLUGINS"
+BLOCK_ENV = env_name("disable_plugins")
 BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (
     ("builtin-formats", "rubricflow.builtin_formats"),
     ("builtin-scorers", "rubricflow.scorers.builtin"),
@@ -294,7 +294,7 @@ def _invalid_plugin(name: str, error: Exception) -> PluginError:
 
 
 def _blocked_names(blocked: Iterable[str] | None) -> set[str]:
-    names = {name.strip() for name in os.environ.get(BLOCK_ENV, "").split(",") if name.strip()}
+    names = set(current().disable_plugins)
     names.update(blocked or ())
     return names
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from rubricflow.model import Criterion, Rubric
 from rubricflow.results import CriterionResult, Target, exact_number
+from rubricflow.settings import Settings, current
 
 if TYPE_CHECKING:
     from rubricflow.formats.base import RubricFormat
@@ -63,6 +64,8 @@ class ScoringContext:
     allow_import: bool = False
     threshold: float | Fraction | Decimal | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    #: the settings of the evaluation's entry point (limits, isolation, the judge's)
+    settings: Settings = field(default_factory=current)
 
     @property
     def bar(self) -> float | Fraction | Decimal:

@@ -36,6 +36,7 @@ from rubricflow.cli import (
 )
 from rubricflow.cli.shared import EXIT_INTERNAL, EXIT_USAGE, FullHelpGroup, err, out
 from rubricflow.errors import RubricflowError
+from rubricflow.settings import Settings, current, use
 
 __all__ = ["EXIT_INTERNAL", "app", "main"]
 
@@ -59,6 +60,7 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: Annotated[
         bool,
         typer.Option(
@@ -70,6 +72,8 @@ def _root(
     ] = False,
 ) -> None:
     """Review machine-made content against versioned rubrics."""
+    # the settings, read from the environment once for the command and bound for it
+    ctx.obj = ctx.with_resource(use(Settings.from_environment()))
 
 
 # the order commands are listed in `--help` and docs/cli.md
@@ -134,6 +138,14 @@ class _ClosedPipeSafe:
         return getattr(self._stream, name)
 
 
+def _debug() -> bool:
+    """Whether RUBRICFLOW_DEBUG asks for tracebacks (no: when it cannot be read)."""
+    try:
+        return current().debug
+    except RubricflowError:
+        return False
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the app, never leaking a traceback for user errors."""
     if not isinstance(sys.stdout, _ClosedPipeSafe):
@@ -147,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
         err.print("interrupted")
         sys.exit(130)
     except Exception as error:
-        if os.environ.get("RUBRICFLOW_DEBUG"):
+        if _debug():
             raise
         err.print(
             f"internal error: {escape(type(error).__name__)}: {escape(str(error))} "

@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from rubricflow.cli.shared import FullHelpGroup, err, fail, out, run_with_app
 from rubricflow.errors import RubricflowError
+from rubricflow.settings import current
 
 if TYPE_CHECKING:
     from rubricflow.llm.check import CheckReport
@@ -145,11 +146,9 @@ def cache(
 
 def _hint_at_the_store() -> None:
     """$RUBRICFLOW_DB names a store whose cache `eval --db` fills: say how to see it."""
-    import os
-
     from rubricflow.store.url import DB_ENV
 
-    if os.environ.get(DB_ENV):
+    if current().db:
         err.print(
             f"note: this is the local cache file; the judge cache of the store in ${DB_ENV} "
             "(used by `rubricflow eval --db` and by reviews) is shown by "

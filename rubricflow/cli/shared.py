@@ -19,6 +19,7 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from rubricflow.errors import RubricflowError
+from rubricflow.settings import current
 
 if TYPE_CHECKING:
     from rubricflow.application import Application
@@ -338,6 +339,16 @@ def judge_session(
 
 
 # --- options ---------------------------------------------------------------------------------
+def _server_default(value: str | None) -> str | None:
+    """`--server`, else the settings' server URL ($RUBRICFLOW_SERVER_URL)."""
+    return value or current().server_url
+
+
+def _token_default(value: str | None) -> str | None:
+    """`--token`, else the settings' token ($RUBRICFLOW_TOKEN)."""
+    return value or current().token
+
+
 DbOption = Annotated[
     str | None,
     typer.Option(
@@ -350,8 +361,7 @@ ServerOption = Annotated[
     typer.Option(
         "--server",
         metavar="URL",
-        envvar="RUBRICFLOW_SERVER_URL",
-        show_envvar=False,
+        callback=_server_default,
         help="Run against a rubricflow server's HTTP API instead of a database "
         "(default: $RUBRICFLOW_SERVER_URL).",
     ),
@@ -361,8 +371,7 @@ TokenOption = Annotated[
     typer.Option(
         "--token",
         metavar="TOKEN",
-        envvar="RUBRICFLOW_TOKEN",
-        show_envvar=False,
+        callback=_token_default,
         show_default=False,
         help="The API token for --server (default: $RUBRICFLOW_TOKEN).",
     ),

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
-import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -36,6 +35,7 @@ from rubricflow.client.sse import read_events
 from rubricflow.client.transport import RETRIED_ERRORS, RetryPolicy, should_retry
 from rubricflow.errors import ConfigurationError, DecisionTimeoutError, ServerError
 from rubricflow.results import Evaluation, Target
+from rubricflow.settings import current, env_name
 from rubricflow.store.artifact_models import Artifact, ArtifactEvent, ArtifactType
 from rubricflow.wire import (
     NDJSON,
@@ -72,8 +72,8 @@ __all__ = ["DECIDED", "SERVER_URL_ENV", "TOKEN_ENV", "AsyncClient"]
 
 M = TypeVar("M")
 
-SERVER_URL_ENV = "RUBRICFLOW_SERVER_URL"
-TOKEN_ENV = "RUBRICFLOW_TOKEN"
+SERVER_URL_ENV = env_name("server_url")
+TOKEN_ENV = env_name("token")
 
 #: the states a review's decision leaves an artifact in (and those a person moved it to);
 #: `wait_for_decision` also returns for an artifact awaiting a human's approval, and for
@@ -128,7 +128,8 @@ class AsyncClient:
         transport: httpx.AsyncBaseTransport | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        url = base_url or os.environ.get(SERVER_URL_ENV)
+        given = current() if base_url is None or token is None else None
+        url = base_url or (given.server_url if given is not None else None)
         if not url:
             raise ConfigurationError(
                 f"no server URL: pass base_url (or --server URL), or set ${SERVER_URL_ENV}"
@@ -139,7 +140,7 @@ class AsyncClient:
                 "(e.g. http://127.0.0.1:8000)"
             )
         self.base_url = url.rstrip("/")
-        secret = token if token is not None else os.environ.get(TOKEN_ENV)
+        secret = token if token is not None else given.token if given is not None else None
         sent = dict(headers or {})
         sent.setdefault("User-Agent", "rubricflow-client")
         if secret:

@@ -44,6 +44,8 @@ from rubricflow.plugins import PluginRegistry, default_plugins
 from rubricflow.results import CriterionResult, Evaluation, Target
 from rubricflow.scorers.deterministic import resolve_function
 from rubricflow.scoring import ScoringContext, error_result
+from rubricflow.settings import Settings, use
+from rubricflow.settings import current as current_settings
 from rubricflow.sync_bridge import run_sync
 from rubricflow.targets import as_target
 
@@ -211,7 +213,7 @@ async def _score_all(
 ) -> tuple[CriterionResult, ...]:
     """Every criterion's result, in rubric order; criteria of a group scorer are scored
     in one `score_group` call per scorer."""
-    settings = isolation_settings()
+    settings = isolation_settings(context.settings)
     plan = isolation_plan(rubric, context, settings.mode)
     isolated = plan.ids if plan is not None else frozenset()
     budget = None if settings.mode == "off" else settings.timeout
@@ -287,13 +289,15 @@ async def evaluate(
     threshold: float | Fraction | Decimal | None = None,
     policy: UnscoredPolicy | None = None,
     options: Mapping[str, Any] | None = None,
+    settings: Settings | None = None,
 ) -> Evaluation:
     """Score every criterion of `rubric` for `target` and aggregate the results.
 
     `concurrency` bounds how many criteria are scored at once; `allow_import` lets a
     rubric's deterministic criteria import `module:function` code; `threshold` and
     `policy` override the rubric's pass threshold and unscored-criteria policy (a
-    Fraction or Decimal threshold is compared exactly as given).
+    Fraction or Decimal threshold is compared exactly as given). `settings` (default:
+    the caller's, else the environment's) hold the limits, isolation and judge settings.
     """
     if concurrency < 1:
         raise ConfigurationError(f"concurrency must be at least 1, got {concurrency}")
@@ -304,13 +308,17 @@ async def evaluate(
         allow_import=allow_import,
         threshold=threshold,
         options=dict(options or {}),
+        settings=settings if settings is not None else current_settings(),
     )
     started_at = datetime.now(timezone.utc)
     clock = time.perf_counter()
     limit = asyncio.Semaphore(concurrency)
     from rubricflow.llm.session import llm_scope
 
-    with instrumentation.current().evaluation(rubric, subject) as probe:
+    with (
+        use(context.settings),
+        instrumentation.current().evaluation(rubric, subject) as probe,
+    ):
         async with llm_scope(context) as session:
             results = await _score_all(rubric, subject, context, limit)
             outcome = aggregate(rubric, results, threshold=threshold, policy=policy)

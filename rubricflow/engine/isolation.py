@@ -51,8 +51,8 @@ and the wire both share `rubricflow.engine.pool_wire`.
 from __future__ import annotations
 
 import collections
+import functools
 import inspect
-import math
 import os
 import signal
 import sys
@@ -69,13 +69,13 @@ from rubricflow.engine.check_pool import (
     shared_pool,
     shutdown_check_pool,
 )
-from rubricflow.errors import ConfigurationError
 from rubricflow.model import Criterion, Rubric
 from rubricflow.plugins import BUILTIN_PLUGINS
 from rubricflow.results import CriterionResult, Target
 from rubricflow.scorers.deterministic import DeterministicScorer, resolve_function
 from rubricflow.scorers.schema import SchemaScorer
 from rubricflow.scoring import ScoringContext, error_result
+from rubricflow.settings import Settings, current, env_name
 
 __all__ = [
     "CPU_ENV",
@@ -95,11 +95,11 @@ __all__ = [
     "uses_pool",
 ]
 
-ISOLATION_ENV = "RUBRICFLOW_CHECK_ISOLATION"
-TIMEOUT_ENV = "RUBRICFLOW_CHECK_TIMEOUT"
-CPU_ENV = "RUBRICFLOW_CHECK_CPU_SECONDS"
-MEMORY_ENV = "RUBRICFLOW_CHECK_MEMORY_MB"
-WORKERS_ENV = "RUBRICFLOW_CHECK_WORKERS"
+ISOLATION_ENV = env_name("check_isolation")
+TIMEOUT_ENV = env_name("check_timeout")
+CPU_ENV = env_name("check_cpu_seconds")
+MEMORY_ENV = env_name("check_memory_mb")
+WORKERS_ENV = env_name("check_workers")
 
 DEFAULT_TIMEOUT = 10.0
 DEFAULT_MEMORY_MB = 2048
@@ -126,80 +126,23 @@ class IsolationSettings:
     workers: int = 2  # pool processes
 
 
-def _number(name: str, raw: str, what: str, *, whole: bool = False) -> float:
-    try:
-        value = int(raw) if whole else float(raw)
-    except ValueError:
-        value = math.nan
-    if not value > 0 or math.isinf(value):
-        kind = "a whole number" if whole else "a number"
-        raise ConfigurationError(f"{name}={raw!r} is not {kind} above 0; set it to {what}")
-    return value
+def isolation_settings(settings: Settings | None = None) -> IsolationSettings:
+    """Where checks run and their limits, from `settings` (default: `current()`): its
+    `check_isolation`, `check_timeout`, `check_cpu_seconds` (default the timeout),
+    `check_memory_mb` and `check_workers` (default min(2, CPUs))."""
+    return _isolation(settings if settings is not None else current())
 
 
-_settings_cache: tuple[tuple[str, ...], IsolationSettings] | None = None
-
-
-def isolation_settings() -> IsolationSettings:
-    """The settings from the environment ($RUBRICFLOW_CHECK_ISOLATION: auto, process or
-    off; $RUBRICFLOW_CHECK_TIMEOUT: wall-clock seconds per criterion, default 10;
-    $RUBRICFLOW_CHECK_CPU_SECONDS: CPU seconds per criterion, default the timeout;
-    $RUBRICFLOW_CHECK_MEMORY_MB: a pool process's address space, default 2048;
-    $RUBRICFLOW_CHECK_WORKERS: pool processes, default min(2, CPUs)). A value that is
-    not usable is a `ConfigurationError` naming it."""
-    global _settings_cache
-    env = os.environ
-    raw = tuple(
-        env.get(name, "").strip()
-        for name in (ISOLATION_ENV, TIMEOUT_ENV, CPU_ENV, MEMORY_ENV, WORKERS_ENV)
-    )
-    cached = _settings_cache
-    if cached is not None and cached[0] == raw:
-        return cached[1]
-    mode_raw, timeout_raw, cpu_raw, memory_raw, workers_raw = raw
-    mode = mode_raw.lower() or "auto"
-    if mode not in _MODES:
-        raise ConfigurationError(
-            f"{ISOLATION_ENV}={mode_raw!r} is not one of auto, process, off; auto runs "
-            "plugin and imported checks and schemas in the check process pool"
-        )
-    timeout = (
-        _number(TIMEOUT_ENV, timeout_raw, "the wall-clock seconds a check may run (e.g. 10)")
-        if timeout_raw
-        else DEFAULT_TIMEOUT
-    )
-    cpu = (
-        _number(CPU_ENV, cpu_raw, "the CPU seconds a check may use (e.g. 10)")
-        if cpu_raw
-        else timeout
-    )
-    memory = (
-        int(
-            _number(
-                MEMORY_ENV, memory_raw, "a check process's memory in MB (e.g. 2048)", whole=True
-            )
-        )
-        if memory_raw
-        else DEFAULT_MEMORY_MB
-    )
-    workers = (
-        int(
-            _number(
-                WORKERS_ENV, workers_raw, "how many check processes to run (e.g. 2)", whole=True
-            )
-        )
-        if workers_raw
-        else max(1, min(2, os.cpu_count() or 1))
-    )
-    settings = IsolationSettings(
-        mode=mode if _SUPPORTED else "off",
+@functools.lru_cache(maxsize=16)
+def _isolation(settings: Settings) -> IsolationSettings:
+    timeout = settings.check_timeout
+    return IsolationSettings(
+        mode=settings.check_isolation if _SUPPORTED else "off",
         timeout=timeout,
-        cpu_seconds=cpu,
-        memory_mb=memory,
-        workers=workers,
+        cpu_seconds=settings.check_cpu_seconds or timeout,
+        memory_mb=settings.check_memory_mb,
+        workers=settings.check_workers or max(1, min(2, os.cpu_count() or 1)),
     )
-    _settings_cache = (raw, settings)
-    return settings
 
 
 # -- which criteria go to the pool ----------------------------------------------------

@@ -15,7 +15,8 @@ from typing import Any, BinaryIO, Literal
 
 import yaml
 
-from rubricflow.errors import ConfigurationError, RubricLoadError
+from rubricflow.errors import RubricLoadError
+from rubricflow.settings import current, env_name
 
 __all__ = [
     "INPUT_SETTING",
@@ -43,8 +44,8 @@ document); `RUBRICFLOW_MAX_INPUT_BYTES` overrides it. A rubric file is a few kil
 MAX_LINE_BYTES = 10 * 1024 * 1024
 """Default of the longest JSONL line read (targets, suite outputs, labels);
 `RUBRICFLOW_MAX_LINE_BYTES` overrides it. The file itself is streamed, of any length."""
-INPUT_SETTING = "RUBRICFLOW_MAX_INPUT_BYTES"
-LINE_SETTING = "RUBRICFLOW_MAX_LINE_BYTES"
+INPUT_SETTING = env_name("max_input_bytes")
+LINE_SETTING = env_name("max_line_bytes")
 MAX_DEPTH = 100
 """Deepest nesting of mappings and lists accepted; a rubric nests a handful of levels."""
 MAX_VALUES = 1_000_000
@@ -414,33 +415,14 @@ def _locate_duplicate_json_key(text: str, source: str) -> RubricLoadError | None
 
 
 # --- bounded reading of any input file ----------------------------------------------------
-_UNITS = {"": 1, "k": 1024, "kb": 1024, "m": 1024**2, "mb": 1024**2, "g": 1024**3, "gb": 1024**3}
-
-
-def _setting(name: str, default: int) -> int:
-    """A byte count from environment variable `name` (read at use: `10485760`, `64k`,
-    `10MB`, `1g`), else `default`; a value that is not one is a `ConfigurationError`."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    number = raw.rstrip("bBkKmMgG ")
-    unit = raw[len(number) :].strip().lower()
-    if number.isdigit() and unit in _UNITS and int(number) > 0:
-        return int(number) * _UNITS[unit]
-    raise ConfigurationError(
-        f"{name}={raw!r} is not a size; give a positive number of bytes, e.g. 10485760, "
-        "64k, 10MB or 1g"
-    )
-
-
 def max_input_bytes() -> int:
-    """The largest file read whole: `RUBRICFLOW_MAX_INPUT_BYTES`, default 10 MiB."""
-    return _setting(INPUT_SETTING, MAX_BYTES)
+    """The largest file read whole: `Settings.max_input_bytes`, default 10 MiB."""
+    return current().max_input_bytes or MAX_BYTES
 
 
 def max_line_bytes() -> int:
-    """The longest JSONL line read: `RUBRICFLOW_MAX_LINE_BYTES`, default 10 MiB."""
-    return _setting(LINE_SETTING, MAX_LINE_BYTES)
+    """The longest JSONL line read: `Settings.max_line_bytes`, default 10 MiB."""
+    return current().max_line_bytes or MAX_LINE_BYTES
 
 
 def _shown_size(size: int) -> str:

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal
 
 from rubricflow.errors import ConfigurationError, RubricflowError
 from rubricflow.results import CallOutcome
+from rubricflow.settings import current as current_settings
 
 __all__ = [
     "LLMError",
@@ -224,31 +225,20 @@ class ProviderSettings:
 
     @classmethod
     def from_env(cls, base: ProviderSettings | None = None) -> ProviderSettings:
-        """`base` (or the defaults) with RUBRICFLOW_LLM_* environment overrides applied:
-        TIMEOUT, DEADLINE, MAX_ATTEMPTS, CONCURRENCY, RPM, MAX_TOKENS, PRICE."""
-        numbers: dict[str, tuple[str, type]] = {
-            "RUBRICFLOW_LLM_TIMEOUT": ("timeout", float),
-            "RUBRICFLOW_LLM_DEADLINE": ("deadline", float),
-            "RUBRICFLOW_LLM_MAX_ATTEMPTS": ("max_attempts", int),
-            "RUBRICFLOW_LLM_CONCURRENCY": ("max_concurrency", int),
-            "RUBRICFLOW_LLM_RPM": ("rpm", float),
-            "RUBRICFLOW_LLM_MAX_TOKENS": ("max_tokens", int),
+        """`base` (or the defaults) with the `llm_*` settings that are set applied
+        (`rubricflow.settings.current()`: RUBRICFLOW_LLM_TIMEOUT, DEADLINE, MAX_ATTEMPTS,
+        CONCURRENCY, RPM, MAX_TOKENS, PRICE)."""
+        given = current_settings()
+        changes: dict[str, Any] = {
+            "timeout": given.llm_timeout,
+            "deadline": given.llm_deadline,
+            "max_attempts": given.llm_max_attempts,
+            "max_concurrency": given.llm_concurrency,
+            "rpm": given.llm_rpm,
+            "max_tokens": given.llm_max_tokens,
+            "price": Price.parse(given.llm_price) if given.llm_price else None,
         }
-        changes: dict[str, Any] = {}
-        for env, (name, kind) in numbers.items():
-            raw = os.environ.get(env, "").strip()
-            if not raw:
-                continue
-            try:
-                changes[name] = kind(raw)
-            except ValueError:
-                raise ConfigurationError(
-                    f"{env}={raw!r} is not a {'whole ' if kind is int else ''}number"
-                ) from None
-        price = os.environ.get("RUBRICFLOW_LLM_PRICE", "").strip()
-        if price:
-            changes["price"] = Price.parse(price)
-        return replace(base or cls(), **changes)
+        return replace(base or cls(), **{k: v for k, v in changes.items() if v is not None})
 
 
 @dataclass(frozen=True)

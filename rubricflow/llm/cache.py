@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from rubricflow.results import canonical_json
+from rubricflow.settings import current, env_name
 
 __all__ = [
     "CACHE_DIR_ENV",
@@ -37,7 +38,7 @@ __all__ = [
     "default_cache_dir",
 ]
 
-CACHE_DIR_ENV = "RUBRICFLOW_CACHE_DIR"
+CACHE_DIR_ENV = env_name("cache_dir")
 # 2: the messages enter the key as their sha256 (the ledger's prompt hash)
 CACHE_FORMAT = 2
 
@@ -101,7 +102,7 @@ class _Batch(Generic[_K, _V]):
 
 def default_cache_dir() -> Path:
     """$RUBRICFLOW_CACHE_DIR, else $XDG_CACHE_HOME/rubricflow, else ~/.cache/rubricflow."""
-    configured = os.environ.get(CACHE_DIR_ENV, "").strip()
+    configured = current().cache_dir
     if configured:
         return Path(configured).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME", "").strip()

@@ -30,6 +30,7 @@ from rubricflow.llm.base import (
     redact,
     secret_from_env,
 )
+from rubricflow.settings import current, env_name
 
 if TYPE_CHECKING:
     from rubricflow.scoring import PluginSet
@@ -46,8 +47,8 @@ __all__ = [
     "parse_spec",
 ]
 
-LLM_ENV = "RUBRICFLOW_LLM"
-KEY_ENV = "RUBRICFLOW_LLM_API_KEY"
+LLM_ENV = env_name("llm")
+KEY_ENV = env_name("llm_api_key")
 """The key for a judge host that is not a provider's own (nor its configured base URL)."""
 ENV_VARS = (
     LLM_ENV,
@@ -57,14 +58,19 @@ ENV_VARS = (
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_BASE_URL",
     "OLLAMA_HOST",
-    "RUBRICFLOW_LOCAL_MODEL",
-    "RUBRICFLOW_LLM_TIMEOUT",
-    "RUBRICFLOW_LLM_DEADLINE",
-    "RUBRICFLOW_LLM_MAX_ATTEMPTS",
-    "RUBRICFLOW_LLM_CONCURRENCY",
-    "RUBRICFLOW_LLM_RPM",
-    "RUBRICFLOW_LLM_MAX_TOKENS",
-    "RUBRICFLOW_LLM_PRICE",
+    *(
+        env_name(name)
+        for name in (
+            "local_model",
+            "llm_timeout",
+            "llm_deadline",
+            "llm_max_attempts",
+            "llm_concurrency",
+            "llm_rpm",
+            "llm_max_tokens",
+            "llm_price",
+        )
+    ),
 )
 """Every environment variable the LLM layer reads (RUBRICFLOW_CACHE_DIR aside)."""
 
@@ -160,13 +166,19 @@ def key_for(
         own.add(_origin(configured))
     if _origin(base_url) in own:
         return secret_from_env(key_env), key_env
-    key = secret_from_env(KEY_ENV)
+    key = own_host_key()
     return key, KEY_ENV if key is not None else None
 
 
 def default_spec() -> str | None:
-    """The spec in RUBRICFLOW_LLM, if set."""
-    return os.environ.get(LLM_ENV, "").strip() or None
+    """The spec in `Settings.llm` (RUBRICFLOW_LLM), if set."""
+    return current().llm
+
+
+def own_host_key() -> Secret | None:
+    """`Settings.llm_api_key` (RUBRICFLOW_LLM_API_KEY): the key for any other host."""
+    key = current().llm_api_key
+    return Secret(key.strip()) if key and key.strip() else None
 
 
 def create_provider(
@@ -300,7 +312,7 @@ def _ollama(spec: ProviderSpec) -> LLMProvider:
     model = _need_model(spec, "llama3.2")
     base_url = spec.base_url or os.environ.get("OLLAMA_HOST", "").strip() or DEFAULT_OLLAMA_URL
     # Ollama has no key of its own: a gateway in front of it gets RUBRICFLOW_LLM_API_KEY
-    key = secret_from_env(KEY_ENV)
+    key = own_host_key()
     provider = OllamaProvider(
         model,
         base_url=base_url,

@@ -29,13 +29,13 @@ store writes what it is given.
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from typing import Literal, Protocol, get_args
 
 from transitions import Machine, MachineError
 
 from rubricflow.errors import ConfigurationError, IllegalTransitionError, ReviewError
+from rubricflow.settings import current, env_name
 
 __all__ = [
     "CREATE",
@@ -125,7 +125,7 @@ SYSTEM_TRIGGERS = frozenset(
 
 # how many failed reviews in a row dead-letter an artifact, unless configured
 DEFAULT_MAX_FAILURES = 3
-MAX_FAILURES_ENV = "RUBRICFLOW_MAX_REVIEW_FAILURES"
+MAX_FAILURES_ENV = env_name("max_review_failures")
 # the triggers that leave the count of failures in a row as it is (any other resets it):
 # claiming a review, and a worker handing a review back unfinished when it stops
 # (`abort_review` fired with `failed=False`)
@@ -133,25 +133,14 @@ _KEEP_FAILURES = frozenset({"start_review", "abort_review"})
 
 
 def max_failures_setting(value: int | None = None) -> int:
-    """`value`, else $RUBRICFLOW_MAX_REVIEW_FAILURES, else 3: how many failed reviews in a
-    row dead-letter an artifact (at least 1)."""
-    source = "max_failures"
+    """`value`, else `Settings.max_review_failures` (default 3): how many failed reviews
+    in a row dead-letter an artifact (at least 1)."""
     if value is None:
-        raw = os.environ.get(MAX_FAILURES_ENV, "").strip()
-        if not raw:
-            return DEFAULT_MAX_FAILURES
-        source = MAX_FAILURES_ENV
-        try:
-            value = int(raw)
-        except ValueError:
-            raise ConfigurationError(
-                f"{MAX_FAILURES_ENV}={raw!r} is not a whole number; set it to how many failed "
-                "reviews in a row dead-letter an artifact (e.g. 3)"
-            ) from None
+        return current().max_review_failures
     if value < 1:
         raise ConfigurationError(
-            f"{source} must be at least 1 (how many failed reviews in a row dead-letter an "
-            f"artifact); got {value}"
+            "max_failures must be at least 1 (how many failed reviews in a row dead-letter "
+            f"an artifact); got {value}"
         )
     return value
 

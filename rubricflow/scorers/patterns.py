@@ -12,7 +12,6 @@ that runs past it raises `RegexLimitError`, which names the limit, so the criter
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,6 +19,8 @@ from typing import Any, Protocol
 
 import re2
 import regex
+
+from rubricflow.settings import current, env_name
 
 __all__ = [
     "REGEX_TIMEOUT_ENV",
@@ -29,7 +30,7 @@ __all__ = [
     "regex_timeout",
 ]
 
-REGEX_TIMEOUT_ENV = "RUBRICFLOW_REGEX_TIMEOUT"
+REGEX_TIMEOUT_ENV = env_name("regex_timeout")
 DEFAULT_REGEX_TIMEOUT = 1.0
 # flags RE2 takes inline; `x` (verbose) it does not, so such a pattern uses the fallback
 _INLINE = {"i": "i", "m": "m", "s": "s"}
@@ -53,13 +54,8 @@ class _Match(Protocol):
 
 
 def regex_timeout() -> float:
-    """Seconds one fallback search may run ($RUBRICFLOW_REGEX_TIMEOUT, default 1)."""
-    raw = os.environ.get(REGEX_TIMEOUT_ENV, "").strip()
-    try:
-        value = float(raw) if raw else DEFAULT_REGEX_TIMEOUT
-    except ValueError:
-        value = DEFAULT_REGEX_TIMEOUT
-    return value if value > 0 else DEFAULT_REGEX_TIMEOUT
+    """Seconds one fallback search may run (`Settings.regex_timeout`, default 1)."""
+    return current().regex_timeout
 
 
 @dataclass(frozen=True)

@@ -5,16 +5,15 @@ processes (each builds its app from `ServerSettings.from_env()`)."""
 from __future__ import annotations
 
 import ipaddress
-import os
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 
 from rubricflow.errors import ConfigurationError
+from rubricflow.settings import ServerVariables, Settings, current
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "ServerSettings", "is_loopback"]
 
 DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
-_ENV_PREFIX = "RUBRICFLOW_SERVER_"
 
 
 def is_loopback(host: str) -> bool:
@@ -64,6 +63,8 @@ class ServerSettings:
     public_metrics: bool = False
     #: write one JSON access-log line per request (logger `rubricflow.access`)
     access_log: bool = True
+    #: the settings every part of the server uses (limits, checks, the judge's)
+    base: Settings = field(default_factory=current, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.auth and not is_loopback(self.host):
@@ -93,36 +94,19 @@ class ServerSettings:
 
     def to_env(self) -> dict[str, str]:
         """These settings as environment variables, for worker processes to read."""
-        env: dict[str, str] = {}
-        for name, value in asdict(self).items():
-            if value is None:
-                continue
-            env[_ENV_PREFIX + name.upper()] = (
-                ("1" if value else "0") if isinstance(value, bool) else str(value)
-            )
-        return env
+        values = {spec.name: getattr(self, spec.name) for spec in fields(self)}
+        return ServerVariables.environment_of(values)
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> ServerSettings:
-        """Settings from RUBRICFLOW_SERVER_* variables (the database from RUBRICFLOW_DB
-        when RUBRICFLOW_SERVER_DB is not set)."""
-        environ = dict(os.environ if environ is None else environ)
-        values: dict[str, Any] = {}
-        for spec in fields(cls):
-            key = _ENV_PREFIX + spec.name.upper()
-            if key not in environ:
-                continue
-            text = environ[key]
-            default = getattr(cls, spec.name, None)
-            try:
-                if isinstance(default, bool):
-                    values[spec.name] = text.strip().lower() in {"1", "true", "yes", "on"}
-                elif isinstance(default, int):
-                    values[spec.name] = int(text)
-                elif isinstance(default, float):
-                    values[spec.name] = float(text)
-                else:
-                    values[spec.name] = text
-            except ValueError:
-                raise ConfigurationError(f"{key}={text!r} is not a number") from None
-        return cls(**values)
+    def from_settings(cls, settings: Settings) -> ServerSettings:
+        """The server's settings on top of `settings`: its RUBRICFLOW_SERVER_* values
+        (the database from RUBRICFLOW_DB when RUBRICFLOW_SERVER_DB is not set)."""
+        values = settings.server.given()
+        if "db" not in values and settings.db:
+            values["db"] = settings.db
+        return cls(**values, base=settings)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ServerSettings:
+        """Settings from the environment (`environ`, default this process's)."""
+        return cls.from_settings(Settings.from_environment(environ))

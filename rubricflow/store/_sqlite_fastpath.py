@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import os
 import sqlite3
 import threading
 import time
@@ -39,7 +38,7 @@ from sqlalchemy.dialects.sqlite.aiosqlite import (
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.util.concurrency import await_, greenlet_spawn, in_greenlet
 
-from rubricflow.errors import ConfigurationError
+from rubricflow.settings import current, env_name
 from rubricflow.store._sqlite_checkpoint import BACKSTOP_PAGES, LOG_KEEP_BYTES, WalCheckpointer
 from rubricflow.store._sqlite_direct import DirectWrites, FastPathStats
 
@@ -59,7 +58,7 @@ __all__ = [
 ]
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
-FASTPATH_ENV = "RUBRICFLOW_SQLITE_FASTPATH"
+FASTPATH_ENV = env_name("sqlite_fastpath")
 #: the execution option saying how a transaction of the stock engine begins: "IMMEDIATE"
 #: (the default: it takes the write lock), "DEFERRED" (reads) or "NONE" (no BEGIN: each
 #: statement commits itself until the caller issues its own BEGIN)
@@ -67,18 +66,9 @@ BEGIN_OPTION = "rubricflow_sqlite_begin"
 
 
 def fast_path_enabled() -> bool:
-    """Whether SQLite engines take the fast path: `RUBRICFLOW_SQLITE_FASTPATH` unset,
-    empty or 1; 0 turns it off; any other value is a `ConfigurationError`."""
-    value = os.environ.get(FASTPATH_ENV, "").strip()
-    if value in ("", "1"):
-        return True
-    if value == "0":
-        return False
-    raise ConfigurationError(
-        f"{FASTPATH_ENV}={value!r} is not understood; use {FASTPATH_ENV}=1 (the default: "
-        f"rubricflow's SQLite fast path) or {FASTPATH_ENV}=0 (SQLAlchemy's stock async "
-        "engine)"
-    )
+    """Whether SQLite engines take the fast path: `Settings.sqlite_fastpath`
+    (`RUBRICFLOW_SQLITE_FASTPATH`, default on; 0 turns it off)."""
+    return current().sqlite_fastpath
 
 
 def create_sqlite_engine(url: str, *, in_memory: bool) -> AsyncEngine:

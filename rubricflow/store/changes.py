@@ -28,7 +28,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
@@ -39,6 +38,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from rubricflow.errors import ConfigurationError, NotFoundError
+from rubricflow.settings import current, env_name
 from rubricflow.store._sql import as_utc
 from rubricflow.store.artifact_models import ArtifactEvent
 from rubricflow.store.database import Database
@@ -62,7 +62,7 @@ __all__ = [
 logger = logging.getLogger("rubricflow.changes")
 
 CHANNEL = "rubricflow_changes"
-POLL_ENV = "RUBRICFLOW_CHANGE_POLL_SECONDS"
+POLL_ENV = env_name("change_poll_seconds")
 DEFAULT_POLL_SECONDS = 0.2
 #: how often watchers are woken to look for themselves while PostgreSQL's LISTEN is down
 DEFAULT_DEGRADED_SECONDS = 1.0
@@ -166,17 +166,9 @@ async def require_artifact(database: Database, artifact_id: str) -> None:
 
 
 def poll_setting(value: float | None = None) -> float:
-    """The SQLite poll interval: `value`, else $RUBRICFLOW_CHANGE_POLL_SECONDS, else 0.2 s."""
+    """The SQLite poll interval: `value`, else `Settings.change_poll_seconds` (0.2 s)."""
     if value is None:
-        raw = os.environ.get(POLL_ENV, "").strip()
-        if not raw:
-            return DEFAULT_POLL_SECONDS
-        try:
-            value = float(raw)
-        except ValueError:
-            raise ConfigurationError(
-                f"{POLL_ENV}={raw!r} is not a number of seconds; use e.g. 0.2"
-            ) from None
+        return current().change_poll_seconds
     if not 0 < value <= 60:
         raise ConfigurationError(
             f"the change poll interval must be above 0 and at most 60 seconds, not {value!r} "

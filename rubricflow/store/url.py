@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +9,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from rubricflow.errors import ConfigurationError, NotFoundError
+from rubricflow.settings import current, env_name
 
 __all__ = [
     "DB_ENV",
@@ -21,7 +21,7 @@ __all__ = [
     "resolve_url",
 ]
 
-DB_ENV = "RUBRICFLOW_DB"
+DB_ENV = env_name("db")
 DEFAULT_URL = "sqlite+aiosqlite:///rubricflow.db"
 #: what to do when a PostgreSQL URL is given and its driver is not installed
 POSTGRES_DRIVER_MISSING = (
@@ -40,12 +40,13 @@ _ASYNC_DRIVERS = {
 
 
 def resolve_url(url: str | None = None) -> str:
-    """The async SQLAlchemy URL to use: `url`, else $RUBRICFLOW_DB, else ./rubricflow.db.
+    """The async SQLAlchemy URL to use: `url`, else `Settings.db` ($RUBRICFLOW_DB), else
+    ./rubricflow.db.
 
     A plain file path means a SQLite file; `sqlite://` and `postgresql://` URLs get their
     async drivers (aiosqlite, asyncpg).
     """
-    raw = url or os.environ.get(DB_ENV) or DEFAULT_URL
+    raw = url or current().db or DEFAULT_URL
     if "://" not in raw:
         raw = f"sqlite+aiosqlite:///{raw}"
     try:
@@ -84,7 +85,7 @@ def existing_store_url(url: str | None = None, *, remedy: str | None = None) -> 
         and file not in ("", ":memory:")
         and not Path(file).exists()
     ):
-        source = "--db" if url else f"${DB_ENV}" if os.environ.get(DB_ENV) else "the default"
+        source = "--db" if url else f"${DB_ENV}" if current().db else "the default"
         default = (
             f"give the database `rubricflow eval --db URL` stores to with --db URL "
             f"(or set {DB_ENV})"

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 
+from rubricflow.settings import current, env_name
+
 STANDARD_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-RUBRICFLOW_ENV = "RUBRICFLOW_OTEL_CAPTURE_CONTENT"
+RUBRICFLOW_ENV = env_name("otel_capture_content")
 _TRUE = {"1", "true", "yes", "on"}
 
 
@@ -17,6 +19,7 @@ def capture_content(setting: bool | None = None) -> bool:
     """`setting` when given, else what the environment says (default: off)."""
     if setting is not None:
         return setting
-    return any(
-        os.environ.get(name, "").strip().lower() in _TRUE for name in (RUBRICFLOW_ENV, STANDARD_ENV)
-    )
+    own = current().otel_capture_content
+    if own is not None:
+        return own
+    return os.environ.get(STANDARD_ENV, "").strip().lower() in _TRUE

@@ -48,7 +48,7 @@ def _url(path: Path) -> str:
 # ---------------------------------------------------------------------------- the switch
 
 
-@pytest.mark.parametrize("value", ["maybe", "yes", "true", "2", "off", "00"])
+@pytest.mark.parametrize("value", ["maybe", "2", "00", "disabled"])
 async def test_any_other_value_is_a_configuration_error_naming_the_variable(
     value: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -57,7 +57,7 @@ async def test_any_other_value_is_a_configuration_error_naming_the_variable(
         await Store.open(str(tmp_path / "s.db"))
     message = str(caught.value)
     assert FASTPATH_ENV in message and repr(value) in message
-    assert f"{FASTPATH_ENV}=1" in message and f"{FASTPATH_ENV}=0" in message
+    assert "1, true, yes, on or 0, false, no, off" in message  # the one boolean syntax
     assert isinstance(caught.value, RubricflowError)
     assert not (tmp_path / "s.db").exists()
 

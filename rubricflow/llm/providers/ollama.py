@@ -16,6 +16,7 @@ from rubricflow.llm.base import (
     schema_with_reasoning_limit,
 )
 from rubricflow.llm.http import HTTPProvider
+from rubricflow.settings import env_name
 
 __all__ = ["DEFAULT_OLLAMA_URL", "OllamaProvider"]
 
@@ -38,7 +39,7 @@ class OllamaProvider(HTTPProvider):
         super().__init__(model, base_url=base_url, api_key=api_key, settings=settings, **kwargs)
 
     def _key_variable(self) -> str:
-        return "RUBRICFLOW_LLM_API_KEY"
+        return env_name("llm_api_key")
 
     def _headers(self) -> dict[str, str]:
         # Ollama itself takes no key; a gateway in front of it may want a bearer token

@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import signal
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Annotated, Any
@@ -32,15 +31,16 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
-from rubricflow.errors import ConfigurationError, NotFoundError
+from rubricflow.errors import NotFoundError
 from rubricflow.review.events import TRANSITION, transition_event
 from rubricflow.server.auth import AppDep, Submitter
 from rubricflow.server.problems import PROBLEM_RESPONSES
+from rubricflow.settings import current, env_name
 from rubricflow.store.artifact_models import ArtifactEvent
 
 __all__ = ["HEARTBEAT_ENV", "router"]
 
-HEARTBEAT_ENV = "RUBRICFLOW_SSE_HEARTBEAT_SECONDS"
+HEARTBEAT_ENV = env_name("sse_heartbeat_seconds")
 DEFAULT_HEARTBEAT_SECONDS = 15.0
 #: how long a browser waits before it reconnects (the stream's `retry:` field)
 RECONNECT_MS = 1000
@@ -53,18 +53,8 @@ router = APIRouter(tags=["artifacts"], responses={k: PROBLEM_RESPONSES[k] for k 
 
 
 def heartbeat_seconds() -> float:
-    raw = os.environ.get(HEARTBEAT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_HEARTBEAT_SECONDS
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = -1.0
-    if not 0 < seconds <= 3600:
-        raise ConfigurationError(
-            f"{HEARTBEAT_ENV}={raw!r} is not a number of seconds between 0 and 3600; use e.g. 15"
-        )
-    return seconds
+    """Seconds between keep-alive comments: `Settings.sse_heartbeat_seconds` (15)."""
+    return current().sse_heartbeat_seconds
 
 
 @router.get(

@@ -22,7 +22,6 @@ import base64
 import hashlib
 import hmac
 import json
-import os
 import secrets
 import time
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from dataclasses import dataclass
 from fastapi import Request, Response
 
 from rubricflow.server.auth import LOCAL_PRINCIPAL, Principal
+from rubricflow.settings import current, env_name
 
 __all__ = [
     "CSRF_COOKIE",
@@ -46,7 +46,7 @@ __all__ = [
 
 SESSION_COOKIE = "rubricflow_session"
 CSRF_COOKIE = "rubricflow_csrf"
-SECRET_ENV = "RUBRICFLOW_UI_SECRET"
+SECRET_ENV = env_name("ui_secret")
 #: how long a session lasts (never past the token's own expiry)
 SESSION_SECONDS = 12 * 3600
 _PURPOSE = "rubricflow-ui-session"
@@ -72,7 +72,7 @@ def _unb64(text: str) -> bytes:
 
 def _mix(key: bytes) -> bytes:
     """The store's key for a token, mixed with the deployment's secret when set."""
-    secret = os.environ.get(SECRET_ENV, "")
+    secret = current().ui_secret
     if not secret:
         return key
     return hmac.new(secret.encode(), key, hashlib.sha256).digest()
