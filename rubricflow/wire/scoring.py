@@ -3,9 +3,12 @@ answer, and one line of the NDJSON answer."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from rubricflow.content_bounds import check_content_bounds
+from rubricflow.model import NUL_MESSAGE
 from rubricflow.results import Evaluation, Target
 from rubricflow.wire.problems import ApiProblem
 from rubricflow.wire.rubrics import MAX_DOCUMENT_CHARS
@@ -15,12 +18,19 @@ __all__ = ["NDJSON", "EvaluateRequest", "EvaluateResponse", "EvaluationLine", "R
 NDJSON = "application/x-ndjson"
 
 
+def _storable(value: str) -> str:
+    """A reference the store looks up: PostgreSQL refuses NUL in text (a 500 there)."""
+    if "\x00" in value:
+        raise ValueError(NUL_MESSAGE)
+    return value
+
+
 class EvaluateRequest(BaseModel):
     """A rubric (`rubric`, or `document` inline) and one `target` or many `targets`."""
 
     model_config = ConfigDict(extra="forbid")
 
-    rubric: str | None = Field(
+    rubric: Annotated[str, AfterValidator(_storable)] | None = Field(
         default=None,
         min_length=1,
         max_length=302,

@@ -190,6 +190,10 @@ def test_a_nul_bound_for_the_store_is_422(
             "/score", json={"task_input": "q", "model_output": "a", "rubric_name": f"{rubric}\x00"}
         )
         _assert_refused(named, "rubric_name")
+        evaluated = ops.post(
+            "/v1/evaluate", json={"rubric": f"{rubric}\x00", "target": {"content": "x"}}
+        )
+        _assert_refused(evaluated, "body.rubric", "NUL")
         for path in (
             "/v1/artifacts/a%00b/events",
             "/v1/artifacts/a%00b",
