@@ -191,14 +191,7 @@ def _json_value(value: Any, path: str) -> Any:
             raise _rule(path, f"{value} is not a finite number; JSON has no inf or nan")
         return value
     if isinstance(value, Mapping):
-        result: dict[str, Any] = {}
-        for key, item in value.items():
-            text = _json_key(key, path)
-            where = f"{path}.{text}" if path else text
-            if text in result:
-                raise _rule(where, f"key {text!r} appears twice once keys are text; rename one")
-            result[text] = _json_value(item, where)
-        return result
+        return _json_object(value, path)
     if isinstance(value, list | tuple):
         return [_json_value(item, f"{path}[{index}]") for index, item in enumerate(value)]
     if isinstance(value, datetime.date | datetime.time):
@@ -208,6 +201,18 @@ def _json_value(value: Any, path: str) -> Any:
         f"a {type(value).__name__} has no JSON form; use text, numbers, true/false, null, "
         "lists and mappings",
     )
+
+
+def _json_object(value: Mapping[Any, Any], path: str) -> dict[str, Any]:
+    """A mapping as a JSON object: text keys (each once), JSON values."""
+    result: dict[str, Any] = {}
+    for key, item in value.items():
+        text = _json_key(key, path)
+        where = f"{path}.{text}" if path else text
+        if text in result:
+            raise _rule(where, f"key {text!r} appears twice once keys are text; rename one")
+        result[text] = _json_value(item, where)
+    return result
 
 
 def _json_mapping(value: Any) -> Any:
