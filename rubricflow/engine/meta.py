@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import pairwise
+from typing import Any
 
 from rubricflow.engine.aggregate import (
     Number,
@@ -21,6 +22,7 @@ from rubricflow.engine.aggregate import (
 )
 from rubricflow.model import Criterion, Rubric, parse_rubric
 from rubricflow.results import CriterionResult
+from rubricflow.settings import Settings, use
 
 __all__ = [
     "META_CHECKS",
@@ -49,7 +51,14 @@ def _pass_fail(check_id: str, name: str, description: str, fail: str) -> dict[st
     }
 
 
-META_RUBRIC = parse_rubric(
+def _own_rubric(data: dict[str, Any]) -> Rubric:
+    """rubricflow's own rubric, parsed under the default settings: made when the package
+    is imported, it must not depend on (nor fail for) the environment's."""
+    with use(Settings()):
+        return parse_rubric(data)
+
+
+META_RUBRIC = _own_rubric(
     {
         "id": "meta_rubric",
         "name": "Meta-Rubric",
