@@ -97,6 +97,24 @@ def existing_store_url(url: str | None = None, *, remedy: str | None = None) -> 
 _SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 
 
+def _one_parameter(query: dict[str, Any], name: str) -> str:
+    """URL parameter `name`, taken out of `query`; given twice, it is an error."""
+    value = query.pop(name)
+    if not isinstance(value, str):
+        raise ConfigurationError(f"database URL parameter {name!r} is given twice; give it once")
+    return value
+
+
+def _seconds(raw: str) -> float:
+    """`connect_timeout`'s value as seconds."""
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigurationError(
+            f"database URL parameter connect_timeout={raw!r} is not a number of seconds"
+        ) from None
+
+
 def postgres_connect_args(url: str) -> tuple[str, dict[str, Any]]:
     """A PostgreSQL URL's libpq parameters (`?sslmode=disable&connect_timeout=5`), which
     asyncpg does not take as they are, translated into its connect arguments: returns the
@@ -108,12 +126,7 @@ def postgres_connect_args(url: str) -> tuple[str, dict[str, Any]]:
     settings: dict[str, str] = {}
 
     def one(name: str) -> str:
-        value = query.pop(name)
-        if not isinstance(value, str):
-            raise ConfigurationError(
-                f"database URL parameter {name!r} is given twice; give it once"
-            )
-        return value
+        return _one_parameter(query, name)
 
     if "sslmode" in query:
         mode = one("sslmode")
@@ -124,13 +137,7 @@ def postgres_connect_args(url: str) -> tuple[str, dict[str, Any]]:
             )
         args["ssl"] = mode
     if "connect_timeout" in query:
-        raw = one("connect_timeout")
-        try:
-            seconds = float(raw)
-        except ValueError:
-            raise ConfigurationError(
-                f"database URL parameter connect_timeout={raw!r} is not a number of seconds"
-            ) from None
+        seconds = _seconds(one("connect_timeout"))
         if seconds > 0:  # libpq: 0 (or less) waits forever; keep rubricflow's own bound
             args["timeout"] = seconds
     for name in ("application_name", "options"):
