@@ -35,7 +35,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from rubricflow.errors import Problem, RubricValidationError
+from rubricflow.errors import ConfigurationError, Problem, RubricValidationError
 
 __all__ = [
     "SEMVER_PATTERN",
@@ -52,6 +52,7 @@ __all__ = [
     "Subcriterion",
     "UnscoredPolicy",
     "ZeroWeights",
+    "limit_setting",
     "parse_rubric",
     "semver_key",
 ]
@@ -121,7 +122,10 @@ class Limits:
         setting left unset keeps its default."""
         from rubricflow.settings import current
 
-        settings = current()
+        try:
+            settings = current()
+        except ConfigurationError:  # a bad variable: the entry point reports it, not a rubric
+            return _DEFAULT_LIMITS
         values = {
             spec.name: value
             for spec in dataclass_fields(cls)
@@ -131,6 +135,17 @@ class Limits:
 
 
 _DEFAULT_LIMITS = Limits()
+
+
+def limit_setting(name: str) -> str:
+    """The environment variable that sets field `name` of `Limits`, as a message names
+    it (the field's name while the settings do not define it)."""
+    from rubricflow.settings import env_name
+
+    try:
+        return env_name(name)
+    except KeyError:
+        return name
 
 
 def _rule(path: str, message: str) -> PydanticCustomError:
@@ -732,8 +747,8 @@ class Rubric(_Frozen):
             raise _rule(
                 "criteria",
                 f"the rubric has {len(criteria):,} criteria; the limit is "
-                f"{limits.max_criteria:,} (setting RUBRICFLOW_MAX_CRITERIA): split it into "
-                "several rubrics",
+                f"{limits.max_criteria:,} (setting {limit_setting('max_criteria')}): split "
+                "it into several rubrics",
             )
         for index, criterion in enumerate(criteria):
             levels = criterion.get("levels") if isinstance(criterion, Mapping) else None
@@ -741,7 +756,8 @@ class Rubric(_Frozen):
                 raise _rule(
                     f"criteria[{index}].levels",
                     f"the criterion has {len(levels):,} levels; the limit is "
-                    f"{limits.max_levels:,} (setting RUBRICFLOW_MAX_LEVELS): merge levels",
+                    f"{limits.max_levels:,} (setting {limit_setting('max_levels')}): merge "
+                    "levels",
                 )
         return data
 

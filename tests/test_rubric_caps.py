@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from rubricflow.cli import app
 from rubricflow.errors import RubricLoadError, RubricValidationError
 from rubricflow.formats.loader import load_text
-from rubricflow.model import Limits, parse_rubric
+from rubricflow.model import Limits, limit_setting, parse_rubric
 from rubricflow.validation import validate_file, validate_text
 
 LIMITS = Limits()
@@ -58,14 +58,14 @@ def test_criteria_per_rubric_are_capped_inclusively() -> None:
     assert len(parse_rubric({"id": "r", "criteria": criteria(500)}).criteria) == 500
     message = refusal({"id": "r", "criteria": criteria(501)})
     assert "criteria: the rubric has 501 criteria; the limit is 500" in message
-    assert "RUBRICFLOW_MAX_CRITERIA" in message and "split it" in message
+    assert limit_setting("max_criteria") in message and "split it" in message
 
 
 def test_levels_per_criterion_are_capped_inclusively() -> None:
     assert len(parse_rubric(graded(20)).criteria[0].levels) == 20
     message = refusal(graded(21))
     assert "criteria[0].levels: the criterion has 21 levels; the limit is 20" in message
-    assert "RUBRICFLOW_MAX_LEVELS" in message
+    assert limit_setting("max_levels") in message
 
 
 def huge_rubric(count: int = 50_000) -> str:
@@ -85,7 +85,7 @@ def test_a_50000_criterion_rubric_is_refused_by_its_size_before_it_is_parsed() -
     assert not report.valid and report.rubrics == []
     (problem,) = report.errors
     assert f"is {len(text):,} bytes; the limit is 2,097,152 bytes" in problem.message
-    assert "RUBRICFLOW_MAX_RUBRIC_BYTES" in problem.message
+    assert limit_setting("max_rubric_bytes") in problem.message
     assert elapsed < 30, elapsed  # measured 0.02 s; it took 27-43 s before
 
 
@@ -108,7 +108,7 @@ def test_the_size_cap_applies_to_files_text_and_yaml(tmp_path: Path) -> None:
     path.write_text(yaml_text)
     (problem,) = validate_file(path).errors
     assert "the limit is 2,097,152 bytes" in problem.message
-    with pytest.raises(RubricLoadError, match="RUBRICFLOW_MAX_RUBRIC_BYTES"):
+    with pytest.raises(RubricLoadError, match=limit_setting("max_rubric_bytes")):
         load_text(yaml_text, source="padded.yaml")
     # a document at the cap is read as before
     at_cap = "id: padded\ncriteria:\n  - id: c\ndescription: "

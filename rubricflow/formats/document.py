@@ -540,13 +540,13 @@ def read_document(path: str | Path) -> Any:
 def check_rubric_size(size: int, source: str) -> None:
     """Refuse a rubric document of `size` bytes over `Limits.max_rubric_bytes`, before it
     is parsed (parsing megabytes of YAML takes seconds)."""
-    from rubricflow.model import Limits
+    from rubricflow.model import Limits, limit_setting
 
     limit = Limits.current().max_rubric_bytes
     if size > limit:
         raise RubricLoadError(
             f"the rubric document is {size:,} bytes; the limit is {limit:,} bytes (setting "
-            "RUBRICFLOW_MAX_RUBRIC_BYTES): split it into several documents",
+            f"{limit_setting('max_rubric_bytes')}): split it into several documents",
             source,
         )
 

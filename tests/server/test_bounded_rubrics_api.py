@@ -16,6 +16,8 @@ from typing import Any
 import httpx
 from llm.scripted import Recorded, Reply, ScriptedServer, openai_reply
 
+from rubricflow.model import limit_setting
+
 from .conftest import RunningServer, issue_token
 
 HOSTILE = (
@@ -173,9 +175,9 @@ def test_oversized_rubrics_are_refused_by_their_caps_and_health_answers(
     }
     with server.client(admin) as ops, watching_health(server) as answers:
         cases = (
-            (huge, "the limit is 2,097,152 bytes (setting RUBRICFLOW_MAX_RUBRIC_BYTES)"),
-            (compact, "the limit is 500 (setting RUBRICFLOW_MAX_CRITERIA)"),
-            (json.dumps(many_levels), "the limit is 20 (setting RUBRICFLOW_MAX_LEVELS)"),
+            (huge, f"the limit is 2,097,152 bytes (setting {limit_setting('max_rubric_bytes')})"),
+            (compact, f"the limit is 500 (setting {limit_setting('max_criteria')})"),
+            (json.dumps(many_levels), f"the limit is 20 (setting {limit_setting('max_levels')})"),
         )
         for document, expected in cases:
             for path in ("/v1/rubrics", "/v1/evaluate"):
