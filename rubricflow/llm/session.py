@@ -73,6 +73,20 @@ class Reading:
     problems: tuple[str, ...] = ()
 
 
+def _read_answer(question: Question, text: str) -> tuple[Reading | None, str | None]:
+    """The answer read (None when unreadable), and what is wrong with it (None when it is
+    usable as it is)."""
+    try:
+        reading = _read(question, text)
+    except AnswerError as error:
+        return None, str(error)
+    except Exception as error:  # a reader bug must not become a score
+        return None, f"the answer could not be read: {type(error).__name__}: {error}"
+    if reading.problems:
+        return reading, "; ".join(reading.problems)
+    return reading, None
+
+
 def _nul_free(value: Any) -> Any:
     if isinstance(value, str):
         return value.replace("\x00", "")
@@ -353,20 +367,10 @@ class LLMSession:
             response, latency_ms, attempt = sent
             # a server may echo the credentials it received: they never go further
             response = scrubber_of(provider).response(response)
-            outcome: CallOutcome = "ok"
-            problem: str | None = None
-            reading: Reading | None = None
-            try:
-                reading = _read(question, response.text)
-            except AnswerError as error:
-                problem = str(error)
-            except Exception as error:  # a reader bug must not become a score
-                problem = f"the answer could not be read: {type(error).__name__}: {error}"
-            if reading is not None and reading.problems:
-                problem = "; ".join(reading.problems)
-                best = reading
-            if problem is not None:
-                outcome = "invalid_answer"
+            reading, problem = _read_answer(question, response.text)
+            if reading is not None and problem is not None:
+                best = reading  # usable in part: kept should no round do better
+            outcome: CallOutcome = "ok" if problem is None else "invalid_answer"
             answer.calls.append(
                 self._record(
                     provider,
