@@ -10,7 +10,7 @@ import copy
 import importlib
 import inspect
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import metadata
@@ -338,36 +338,11 @@ def create_plugin_manager(
                 manager.register(importlib.import_module(module_name), name=name)
                 dists[name] = (PROJECT_NAME, version)
     if load_entry_points:
-        for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
-            if entry_point.name in skip or manager.has_plugin(entry_point.name):
-                continue
-            try:
-                plugin = entry_point.load()
-            except Exception as error:
-                raise PluginError(
-                    f"cannot load plugin {entry_point.name!r} ({entry_point.value}): {error}; "
-                    f"reinstall it or disable it with {BLOCK_ENV}={entry_point.name}"
-                ) from error
-            try:
-                manager.register(plugin, name=entry_point.name)
-            except pluggy.PluginValidationError as error:
-                raise _invalid_plugin(entry_point.name, error) from error
-            except ValueError as error:
-                raise PluginConflictError(
-                    f"plugin {entry_point.name!r} cannot be registered: {error}"
-                ) from error
-            if entry_point.dist is not None:
-                dists[entry_point.name] = (entry_point.dist.name, entry_point.dist.version)
+        _register_entry_points(manager, skip, dists)
     for plugin in plugins:
         name = getattr(plugin, "__name__", None) or type(plugin).__name__
-        if name in skip:
-            continue
-        try:
-            manager.register(plugin, name=name)
-        except pluggy.PluginValidationError as error:
-            raise _invalid_plugin(name, error) from error
-        except ValueError as error:
-            raise PluginConflictError(f"plugin {name!r} cannot be registered: {error}") from error
+        if name not in skip:
+            _register(manager, plugin, name)
     try:
         manager.check_pending()
     except pluggy.PluginValidationError as error:
@@ -377,6 +352,36 @@ def create_plugin_manager(
             f"rubricflow_* (see docs/plugins.md); fix it or disable it with {BLOCK_ENV}={name}"
         ) from error
     return PluginRegistry(manager, dists)
+
+
+def _register_entry_points(
+    manager: pluggy.PluginManager, skip: Collection[str], dists: dict[str, tuple[str, str]]
+) -> None:
+    """Register the `rubricflow` entry points not in `skip` (nor already registered),
+    noting the distribution of each in `dists`."""
+    for entry_point in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if entry_point.name in skip or manager.has_plugin(entry_point.name):
+            continue
+        try:
+            plugin = entry_point.load()
+        except Exception as error:
+            raise PluginError(
+                f"cannot load plugin {entry_point.name!r} ({entry_point.value}): {error}; "
+                f"reinstall it or disable it with {BLOCK_ENV}={entry_point.name}"
+            ) from error
+        _register(manager, plugin, entry_point.name)
+        if entry_point.dist is not None:
+            dists[entry_point.name] = (entry_point.dist.name, entry_point.dist.version)
+
+
+def _register(manager: pluggy.PluginManager, plugin: object, name: str) -> None:
+    """Register `plugin` as `name`; a malformed plugin or a name taken is a clear error."""
+    try:
+        manager.register(plugin, name=name)
+    except pluggy.PluginValidationError as error:
+        raise _invalid_plugin(name, error) from error
+    except ValueError as error:
+        raise PluginConflictError(f"plugin {name!r} cannot be registered: {error}") from error
 
 
 @lru_cache(maxsize=1)
