@@ -54,54 +54,74 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        for name, value in scope.get("headers", ()):
-            if name == b"content-length":
-                try:
-                    declared = int(value)
-                except ValueError:
-                    declared = -1
-                if declared > self.max_bytes:
-                    await self._refuse(scope, send)
-                    return
-        received = 0
-        started = False
-        exceeded = False  # the body passed the limit
-        replaced = False  # the app's own answer is dropped for our 413
-
-        async def limited_receive() -> Message:
-            nonlocal received, exceeded
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    exceeded = True
-                    raise _TooLarge
-            return message
-
-        async def tracking_send(message: Message) -> None:
-            # a body parser may turn our error into its own (FastAPI: 400 "error parsing
-            # the body"): the answer to a body over the limit is 413 all the same
-            nonlocal started, replaced
-            if replaced:
-                return
-            if message["type"] == "http.response.start":
-                if exceeded and not started:
-                    replaced = started = True
-                    await self._refuse(scope, send)
-                    return
-                started = True
-            await send(message)
-
+        if _declares_more_than(scope, self.max_bytes):
+            await self._refuse(scope, send)
+            return
+        exchange = _Exchange(self, scope, receive, send)
         try:
-            await self.app(scope, limited_receive, tracking_send)
+            await self.app(scope, exchange.receive, exchange.send)
         except _TooLarge:
-            if not started:
+            if not exchange.started:
                 await self._refuse(scope, send)
         except Exception as error:  # an error wrapping ours (an exception group)
-            if _wraps_too_large(error) and not started:
+            if _wraps_too_large(error) and not exchange.started:
                 await self._refuse(scope, send)
             else:
                 raise
+
+
+class _Exchange:
+    """One request passing through the limit: the body bytes received so far, and
+    whether the answer has started or been replaced by the 413."""
+
+    def __init__(
+        self, limit: BodyLimitMiddleware, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        self._limit = limit
+        self._scope = scope
+        self._receive = receive
+        self._send = send
+        self.received = 0
+        self.started = False
+        self.exceeded = False  # the body passed the limit
+        self.replaced = False  # the app's own answer is dropped for our 413
+
+    async def receive(self) -> Message:
+        """The app's `receive`: raises `_TooLarge` once the body passes the limit."""
+        message = await self._receive()
+        if message["type"] == "http.request":
+            self.received += len(message.get("body", b""))
+            if self.received > self._limit.max_bytes:
+                self.exceeded = True
+                raise _TooLarge
+        return message
+
+    async def send(self, message: Message) -> None:
+        """The app's `send`: a body parser may turn our error into its own (FastAPI: 400
+        "error parsing the body"): the answer to a body over the limit is 413 all the
+        same."""
+        if self.replaced:
+            return
+        if message["type"] == "http.response.start":
+            if self.exceeded and not self.started:
+                self.replaced = self.started = True
+                await self._limit._refuse(self._scope, self._send)
+                return
+            self.started = True
+        await self._send(message)
+
+
+def _declares_more_than(scope: Scope, max_bytes: int) -> bool:
+    """Whether a Content-Length header declares a body over `max_bytes`."""
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            try:
+                declared = int(value)
+            except ValueError:
+                declared = -1
+            if declared > max_bytes:
+                return True
+    return False
 
 
 def _wraps_too_large(error: BaseException) -> bool:
