@@ -238,6 +238,55 @@ def contains_secrets(target: Target) -> CheckResult:
     return CheckResult(not clean.value, clean.evidence)
 
 
+STRING_CHECK_OPERATIONS = ("eq", "ne", "like", "ilike")
+
+
+def _reference_text(target: Target, reference: str | None, reference_key: str | None) -> str:
+    """The text to compare with: `reference` as given, else the field `reference_key` of
+    the target's reference mapping (or of its metadata), else the target's reference."""
+    if reference is not None:
+        return reference
+    value: Any = target.reference
+    if reference_key is not None:
+        if isinstance(target.reference, Mapping) and reference_key in target.reference:
+            value = target.reference[reference_key]
+        elif reference_key in target.metadata:
+            value = target.metadata[reference_key]
+        else:
+            raise ValueError(
+                f"the target has no reference field {reference_key!r} (looked in its "
+                "reference and its metadata): give each target that field"
+            )
+    if value is None:
+        raise ValueError(
+            "string_check needs a reference: set scoring.config.reference, or give the "
+            "target a reference"
+        )
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def string_check(
+    target: Target,
+    operation: str,
+    reference: str | None = None,
+    reference_key: str | None = None,
+) -> CheckResult:
+    """OpenAI's string check grader: MET when the text and the reference compare as
+    `operation` says: `eq` equal, `ne` not equal, `like` the text contains the reference,
+    `ilike` the same ignoring case. Nothing is trimmed or normalised."""
+    if operation not in STRING_CHECK_OPERATIONS:
+        raise ValueError(f"operation {operation!r} is not one of eq, ne, like, ilike")
+    text, expected = _text(target), _reference_text(target, reference, reference_key)
+    passed = {
+        "eq": text == expected,
+        "ne": text != expected,
+        "like": expected in text,
+        "ilike": expected.casefold() in text.casefold(),
+    }[operation]
+    shown = expected if len(expected) <= 80 else expected[:77] + "..."
+    return CheckResult(passed, [f"{operation} {shown!r}: {'yes' if passed else 'no'}"])
+
+
 def _target_rubric(target: Target) -> Rubric:
     """The rubric under review: a `Rubric`, or a document (or YAML/JSON text) in any format
     rubricflow loads, detected as a file would be (dataknobs' meta-rubric grades rubrics
@@ -289,6 +338,7 @@ BUILTIN_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "no_phone_numbers": no_phone_numbers,
     "no_secrets": no_secrets,
     "contains_secrets": contains_secrets,
+    "string_check": string_check,
     **{
         f"meta.{name}": _meta(name)
         for name in (
@@ -398,6 +448,27 @@ _CONFIG_SCHEMAS: dict[str, tuple[dict[str, Any], Any]] = {
         None,
     ),
     "json_array_length": (_range(path={"type": "string"}), _ordered_range),
+    "string_check": (
+        {
+            "type": "object",
+            "properties": {
+                "operation": {
+                    "enum": list(STRING_CHECK_OPERATIONS),
+                    "description": "eq, ne, like or ilike",
+                },
+                "reference": {"type": "string", "description": "the text to compare with"},
+                "reference_key": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "a field of the target's reference",
+                },
+            },
+            "required": ["operation"],
+            "additionalProperties": False,
+            "description": "options operation, and reference or reference_key",
+        },
+        None,
+    ),
 }
 for _name, (_schema, _check) in _CONFIG_SCHEMAS.items():
     config_schema(_schema, check=_check)(BUILTIN_FUNCTIONS[_name])

@@ -33,6 +33,7 @@ BUILTIN_FORMATS = {
     "rubricjudgespec",
     "rar",
     "healthbench",
+    "openai-graders",
 }
 BUILTIN_FUNCTIONS = {
     "non_empty",
@@ -50,6 +51,7 @@ BUILTIN_FUNCTIONS = {
     "no_secrets",
     "contains_any",
     "contains_secrets",
+    "string_check",
     "meta.criteria_coverage",
     "meta.criteria_independence",
     "meta.weight_distribution",

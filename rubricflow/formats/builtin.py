@@ -1,5 +1,5 @@
 """The built-in rubric formats: the native format and the importers (the five
-source systems, Rubrics as Rewards datasets and HealthBench JSONL).
+source systems, Rubrics as Rewards datasets, HealthBench JSONL and OpenAI graders).
 
 A plain list, with no plugin machinery: the formats layer sits below the plugin manager.
 `rubricflow.builtin_formats` registers these through the `rubricflow_formats` hook, the
@@ -14,6 +14,7 @@ from rubricflow.formats.dataknobs import DataknobsFormat
 from rubricflow.formats.healthbench import HealthBenchFormat
 from rubricflow.formats.judgespec import RubricJudgeSpecFormat
 from rubricflow.formats.native import NativeFormat
+from rubricflow.formats.openai_graders import OpenAIGraderFormat
 from rubricflow.formats.openrubricrl import OpenRubricRLFormat
 from rubricflow.formats.rar import RaRFormat
 from rubricflow.formats.rubric_pkg import RubricPackageFormat
@@ -32,4 +33,5 @@ def builtin_formats() -> list[RubricFormat]:
         RubricJudgeSpecFormat(),
         RaRFormat(),
         HealthBenchFormat(),
+        OpenAIGraderFormat(),
     ]

@@ -32,6 +32,7 @@ FORMATS = [
     "rubricjudgespec",
     "rar",
     "healthbench",
+    "openai-graders",
 ]
 CASES = [
     pytest.param(folder, path, id=f"{folder}/{path.name}")
@@ -148,7 +149,8 @@ def test_unknown_format_name_is_refused_naming_the_formats(registry: PluginRegis
         load_document({"id": "r", "criteria": [{"id": "c"}]}, format="yaml", plugins=registry)
     assert "unknown format 'yaml'" in str(caught.value)
     assert (
-        "known formats: agentv, dataknobs, healthbench, native, openrubricrl, rar, rubric-pkg"
+        "known formats: agentv, dataknobs, healthbench, native, openai-graders, openrubricrl, "
+        "rar, rubric-pkg"
         in str(caught.value)
     )
 

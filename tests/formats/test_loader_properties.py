@@ -361,6 +361,55 @@ hb_row = shaped(
     {"prompt": st.just([{"role": "user", "content": "hi"}]), "prompt_id": ident},
 )
 hb_doc = st.one_of(hb_row, st.lists(hb_row, min_size=1, max_size=3))
+_sample = st.sampled_from(["{{ sample.output_text }}", "{{sample.output_text}}", "{{ item.q }}"])
+_reference = st.one_of(words, st.sampled_from(["{{ item.answer }}", "{{ item.x }} and more"]))
+_messages = st.lists(shaped({"role": st.sampled_from(["system", "user"]), "content": words}, {}))
+openai_grader = st.one_of(
+    shaped(
+        {
+            "type": st.just("string_check"),
+            "name": words,
+            "input": _sample,
+            "reference": _reference,
+            "operation": st.sampled_from(["eq", "ne", "like", "ilike", "glob"]),
+        },
+        {},
+    ),
+    shaped(
+        {
+            "type": st.just("text_similarity"),
+            "name": words,
+            "input": _sample,
+            "reference": _reference,
+            "evaluation_metric": st.sampled_from(["bleu", "rouge_l", "fuzzy_match"]),
+        },
+        {"pass_threshold": st.floats(-1, 2, allow_nan=False)},
+    ),
+    shaped(
+        {"type": st.just("score_model"), "name": words, "model": words, "input": _messages},
+        {
+            "range": st.lists(st.integers(-5, 10), min_size=2, max_size=2),
+            "pass_threshold": st.integers(-5, 10),
+        },
+    ),
+    shaped(
+        {
+            "type": st.just("label_model"),
+            "name": words,
+            "model": words,
+            "input": _messages,
+            "labels": st.lists(words, min_size=1, max_size=3),
+            "passing_labels": st.lists(words, max_size=2),
+        },
+        {},
+    ),
+    shaped({"type": st.sampled_from(["python", "multi"]), "name": words}, {"source": words}),
+)
+openai_doc = st.one_of(
+    openai_grader,
+    st.lists(openai_grader, min_size=1, max_size=3),
+    shaped({"testing_criteria": st.lists(openai_grader, min_size=1, max_size=3)}, {"name": words}),
+)
 judge_doc = shaped(
     {
         "model_type": st.just("rubric_judge"),
@@ -414,6 +463,7 @@ SHAPES: dict[str, st.SearchStrategy[Any]] = {
     "rubricjudgespec": judge_doc,
     "rar": rar_doc,
     "healthbench": hb_doc,
+    "openai-graders": openai_doc,
 }
 NEAR_MISS = {name: st.one_of(shape, mutated(shape)) for name, shape in SHAPES.items()}
 any_document = st.one_of(json_values, *NEAR_MISS.values())

@@ -1,0 +1,198 @@
+"""OpenAI graders (issue 31): an eval's testing_criteria, exported before OpenAI's hosted
+Evals shut down, load as one rubric whose verdict passes when every grader passes, with
+each grader's own pass rule. Model graders are judged over real HTTP by the scripted
+OpenAI-compatible server; text similarity by the metrics plugin."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from llm.fixtures import clean_llm_env, server, session_for
+from llm.scripted import Recorded, Reply, ScriptedServer, openai_reply
+
+from rubricflow import RubricValidationError, evaluate, load_document, load_file
+from rubricflow.results import Target
+
+__all__ = ["clean_llm_env", "server"]
+
+STRING_CHECKS = [
+    {
+        "type": "string_check",
+        "name": "Mentions the order",
+        "input": "{{ sample.output_text }}",
+        "reference": "{{ item.order_id }}",
+        "operation": "like",
+    },
+    {
+        "type": "string_check",
+        "name": "Says sorry",
+        "input": "{{sample.output_text}}",
+        "reference": "SORRY",
+        "operation": "ilike",
+    },
+]
+SCORE = {
+    "type": "score_model",
+    "name": "Helpful",
+    "model": "o4-mini",
+    "input": [
+        {"role": "system", "content": "Rate how helpful the reply is, from 1 to 7."},
+        {"role": "user", "content": "Reply: {{ sample.output_text }}"},
+    ],
+    "range": [1, 7],
+    "pass_threshold": 5,
+}
+LABEL = {
+    "type": "label_model",
+    "name": "Tone",
+    "model": "gpt-4o-mini",
+    "input": [{"role": "developer", "content": "Classify the tone of the reply."}],
+    "labels": ["polite", "neutral", "rude"],
+    "passing_labels": ["polite", "neutral"],
+}
+
+
+def one(document: Any) -> Any:
+    (rubric,) = load_document(document, format="openai-graders").rubrics
+    return rubric
+
+
+async def test_an_eval_s_string_checks_pass_only_together() -> None:
+    rubric = one({"name": "Support", "testing_criteria": STRING_CHECKS})
+    assert rubric.id == "support" and rubric.pass_threshold == 0
+    assert [c.scoring.function for c in rubric.criteria] == ["string_check"] * 2
+    both = Target(content="Sorry, order A-17 ships today.", reference={"order_id": "A-17"})
+    assert (await evaluate(rubric, both)).verdict == "pass"
+    no_order = Target(content="Sorry for the wait.", reference={"order_id": "A-17"})
+    outcome = await evaluate(rubric, no_order)
+    assert (outcome.verdict, outcome.gating_failures) == ("fail", ("mentions_the_order",))
+    # `like` is case-sensitive, `ilike` not
+    shouted = Target(content="SORRY! a-17 ships.", reference={"order_id": "A-17"})
+    assert (await evaluate(rubric, shouted)).gating_failures == ("mentions_the_order",)
+
+
+@pytest.mark.parametrize(
+    ("operation", "content", "passed"),
+    [("eq", "yes", True), ("eq", "yes ", False), ("ne", "no", True), ("ne", "yes", False)],
+)
+async def test_eq_and_ne_compare_the_whole_text(operation: str, content: str, passed: bool) -> None:
+    grader = {**STRING_CHECKS[1], "operation": operation, "reference": "yes"}
+    evaluation = await evaluate(one(grader), content)
+    assert evaluation.criteria[0].passed is passed
+
+
+def judge(request: Recorded) -> Reply:
+    """5 of 7 for a reply that says thanks, else 4; polite when it says please, else rude."""
+    text = request.text
+    if "Classify the tone" in text:
+        level = "polite" if "please" in text else "rude"
+        return openai_reply({"reasoning": "tone", "level_id": level})
+    return openai_reply({"reasoning": "rated", "score": 5 if "thanks" in text else 4})
+
+
+async def test_model_graders_pass_at_their_threshold_and_passing_labels(
+    server: ScriptedServer,
+) -> None:
+    rubric = one([SCORE, LABEL])
+    helpful, tone = rubric.criteria
+    assert (helpful.scoring.method, helpful.scoring.config) == (
+        "llm_score",
+        {"min_score": 1.0, "max_score": 7.0},
+    )
+    assert [(level.label, level.score) for level in tone.levels] == [
+        ("polite", 1.0),
+        ("neutral", 1.0),
+        ("rude", 0.0),
+    ]
+    assert rubric.metadata["openai"]["models"] == {"helpful": "o4-mini", "tone": "gpt-4o-mini"}
+    server.responder = judge
+    async with session_for(server) as session:
+        good = await evaluate(rubric, "thanks, please wait", options={"llm": session})
+        short = await evaluate(rubric, "please wait", options={"llm": session})
+        rude = await evaluate(rubric, "thanks, wait", options={"llm": session})
+    assert good.verdict == "pass"
+    assert (short.verdict, short.gating_failures) == ("fail", ("helpful",))  # 4 < 5
+    assert (rude.verdict, rude.gating_failures) == ("fail", ("tone",))
+
+
+def test_text_similarity_uses_the_metrics_plugin_at_its_threshold() -> None:
+    grader = {
+        "type": "text_similarity",
+        "name": "Close",
+        "input": "{{ sample.output_text }}",
+        "reference": "{{ item.answer }}",
+        "evaluation_metric": "rouge_l",
+        "pass_threshold": 0.4,
+    }
+    rubric = one(grader)
+    (criterion,) = rubric.criteria
+    assert (criterion.scoring.method, criterion.scoring.metric) == ("metric", "rouge_l")
+    assert (criterion.min_score, criterion.scoring.config) == (0.4, {"reference_key": "answer"})
+
+
+async def test_text_similarity_scores_against_each_item_s_reference() -> None:
+    pytest.importorskip("rubricflow_metrics")  # installed by the README's test command
+    grader = {
+        "type": "text_similarity",
+        "name": "Close",
+        "input": "{{ sample.output_text }}",
+        "reference": "{{ item.answer }}",
+        "evaluation_metric": "rouge_l",
+        "pass_threshold": 0.4,
+    }
+    rubric = one(grader)
+    answer = {"answer": "the parcel ships on monday from the berlin depot"}
+    near = await evaluate(
+        rubric, Target(content="the parcel ships monday from berlin", reference=answer)
+    )
+    far = await evaluate(rubric, Target(content="we are closed today", reference=answer))
+    assert (near.verdict, far.verdict) == ("pass", "fail")
+    assert near.criteria[0].score > 0.4 > far.criteria[0].score
+
+
+@pytest.mark.parametrize(
+    ("grader", "path", "says"),
+    [
+        (
+            {"type": "python", "name": "p", "source": "def grade(s, i): return 1"},
+            ".source",
+            "port it",
+        ),
+        (
+            {
+                "type": "multi",
+                "name": "m",
+                "graders": {"a": {}, "b": {}},
+                "calculate_output": "a+b",
+            },
+            ".calculate_output",
+            "import its graders (a, b)",
+        ),
+        ({**STRING_CHECKS[0], "input": "{{ item.question }}"}, ".input", "sample.output_text"),
+        (
+            {**STRING_CHECKS[0], "type": "text_similarity", "evaluation_metric": "fuzzy_match"},
+            ".evaluation_metric",
+            "not imported",
+        ),
+        ({**LABEL, "passing_labels": ["kind"]}, ".passing_labels", "'kind'"),
+        ({**SCORE, "pass_threshold": 9}, ".pass_threshold", "within the range 1..7"),
+    ],
+)
+def test_what_cannot_be_imported_is_named_never_dropped(
+    grader: dict[str, Any], path: str, says: str
+) -> None:
+    with pytest.raises(RubricValidationError) as refused:
+        one({"name": "E", "testing_criteria": [STRING_CHECKS[1], grader]})
+    problems = {p.path: p.message for p in refused.value.problems}
+    assert says in problems[f"testing_criteria[1]{path}"], problems
+
+
+def test_an_exported_eval_file_is_detected(tmp_path: Path) -> None:
+    path = tmp_path / "eval.json"
+    path.write_text(json.dumps({"name": "Support", "testing_criteria": [*STRING_CHECKS, SCORE]}))
+    loaded = load_file(path)
+    assert loaded.format == "openai-graders"
+    assert [w.path for w in loaded.warnings] == ["testing_criteria[2].model"]
