@@ -27,6 +27,8 @@ from typing import Any, Generic, TypeVar
 __all__ = ["run_sync"]
 
 T = TypeVar("T")
+#: how often a caller waiting on the worker thread looks for a KeyboardInterrupt
+_WAKE_SECONDS = 0.25
 
 
 def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
@@ -54,20 +56,25 @@ class _Worker(Generic[T]):
         self._thread = threading.Thread(
             target=context.run, args=(self._work,), name="rubricflow-sync-bridge", daemon=True
         )
-        self._thread.start()
 
     def result(self) -> T:
-        """The coroutine's result or exception; on KeyboardInterrupt (or any other
-        interruption of the wait) the coroutine is cancelled and waited for first."""
+        """Start the thread and wait for the coroutine's result or exception. A
+        KeyboardInterrupt (or any other interruption) from the moment the thread starts,
+        even before the coroutine begins, cancels the coroutine and waits for it first."""
         try:
+            self._thread.start()
+            # waits of a bounded length: a Ctrl-C that lands just as a wait begins would
+            # otherwise go unnoticed until the coroutine ends (the lock wait does not wake)
+            while not concurrent.futures.wait([self._outcome], timeout=_WAKE_SECONDS).done:
+                pass
             return self._outcome.result()
         except BaseException:
             if not self._outcome.done():
                 self._cancel()
-                self._thread.join()
             raise
         finally:
-            self._thread.join()
+            if self._thread.ident is not None:  # started
+                self._thread.join()
 
     def _work(self) -> None:
         try:

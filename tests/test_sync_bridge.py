@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import signal
+import sys
 import threading
 import time
 
@@ -84,8 +85,20 @@ def test_a_keyboard_interrupt_while_waiting_cancels_the_coroutine_first() -> Non
     async def caller() -> None:
         run_sync(forever())
 
+    def waiting_in_run_sync() -> bool:
+        frame = sys._current_frames().get(threading.main_thread().ident or 0)
+        names = []
+        while frame is not None:
+            names.append(frame.f_code.co_name)
+            frame = frame.f_back
+        return names[:1] == ["wait"] and "result" in names and "run_sync" in names
+
     def interrupt() -> None:
         assert started.wait(60)
+        deadline = time.monotonic() + 60
+        while not waiting_in_run_sync():  # Ctrl-C while the caller waits, as the name says
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
         signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
 
     assert threading.current_thread() is threading.main_thread()
