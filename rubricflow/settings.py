@@ -334,6 +334,53 @@ class Settings:
     max_line_bytes: int | None = _var(
         "RUBRICFLOW_MAX_LINE_BYTES", "size", None, "the longest JSONL line read", shown="10MB"
     )
+    # -- rubric caps and template budgets (`rubricflow.model.Limits`; unset: its default)
+    max_criteria: int | None = _var(
+        "RUBRICFLOW_MAX_CRITERIA", "int", None, "criteria in one rubric", shown="500", low=1
+    )
+    max_levels: int | None = _var(
+        "RUBRICFLOW_MAX_LEVELS", "int", None, "levels of one criterion", shown="20", low=1
+    )
+    max_rubric_bytes: int | None = _var(
+        "RUBRICFLOW_MAX_RUBRIC_BYTES",
+        "size",
+        None,
+        "bytes of one rubric document, checked before it is parsed",
+        shown="2MB",
+    )
+    template_iterations: int | None = _var(
+        "RUBRICFLOW_TEMPLATE_ITERATIONS",
+        "int",
+        None,
+        "loop iterations of one render of a criterion's template",
+        shown="1000000",
+        low=1,
+    )
+    template_output: int | None = _var(
+        "RUBRICFLOW_TEMPLATE_OUTPUT",
+        "int",
+        None,
+        "characters one render of a template may print",
+        shown="1000000",
+        low=1,
+    )
+    template_built: int | None = _var(
+        "RUBRICFLOW_TEMPLATE_BUILT",
+        "int",
+        None,
+        "characters one render of a template may build in all",
+        shown="16000000",
+        low=1,
+    )
+    template_seconds: float | None = _var(
+        "RUBRICFLOW_TEMPLATE_SECONDS",
+        "float",
+        None,
+        "seconds one render of a template may take",
+        example="a number of seconds, e.g. 5",
+        shown="5",
+        low=0,
+    )
     regex_timeout: float = _var(
         "RUBRICFLOW_REGEX_TIMEOUT",
         "float",

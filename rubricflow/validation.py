@@ -147,7 +147,7 @@ UNRESOLVED_PATHS = (".scoring.function", ".scoring.method")
 
 
 def _did_you_mean(name: str, known: Iterable[str]) -> str:
-    """" (did you mean 'x'?)" for the closest known name, if one is close."""
+    """The hint " (did you mean 'x'?)" for the closest known name, if one is close."""
     import difflib
 
     close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)

@@ -68,7 +68,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("fast_path_only") is None:
         return
-    from rubricflow.store._sqlite_fastpath import FASTPATH_ENV, fast_path_enabled  # only when needed
+    # only when needed
+    from rubricflow.store._sqlite_fastpath import FASTPATH_ENV, fast_path_enabled
 
     if not fast_path_enabled():
         pytest.skip(f"asserts the SQLite fast path's internals, which {FASTPATH_ENV}=0 turns off")

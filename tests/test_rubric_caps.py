@@ -61,6 +61,16 @@ def test_criteria_per_rubric_are_capped_inclusively() -> None:
     assert limit_setting("max_criteria") in message and "split it" in message
 
 
+def test_a_cap_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RUBRICFLOW_MAX_CRITERIA lowers (or raises) the cap, and the refusal names it."""
+    monkeypatch.setenv("RUBRICFLOW_MAX_CRITERIA", "3")
+    assert len(parse_rubric({"id": "r", "criteria": criteria(3)}).criteria) == 3
+    message = refusal({"id": "r", "criteria": criteria(4)})
+    assert "the limit is 3 (setting RUBRICFLOW_MAX_CRITERIA)" in message
+    monkeypatch.setenv("RUBRICFLOW_MAX_CRITERIA", "600")
+    assert len(parse_rubric({"id": "r", "criteria": criteria(501)}).criteria) == 501
+
+
 def test_levels_per_criterion_are_capped_inclusively() -> None:
     assert len(parse_rubric(graded(20)).criteria[0].levels) == 20
     message = refusal(graded(21))

@@ -12,10 +12,10 @@ case with one plain grader needs no groups. A grader whose items all weigh 0 sco
 (AgentV's `weight: strings.length`). A required grader (`required: true`) below its
 `min_score` (else the pass bar) fails the case and makes its score 0 (`on_failure: zero`);
 a number as `required` is AgentV 4.42's deprecated spelling of `required: true` +
-`min_score`, read so with a warning. As in AgentV's code, an item's `required` defaults to true, and the pass bar
-is 0.8 unless the file's or the case's `execution.threshold` says otherwise. When an item
-of a grader has `score_ranges`, every item of that grader is scored 0..10 (AgentV's
-score-range mode); a required score-range item needs 10/10 in a v2 file
+`min_score`, read so with a warning. As in AgentV's code, an item's `required` defaults to
+true, and the pass bar is 0.8 unless the file's or the case's `execution.threshold` says
+otherwise. When an item of a grader has `score_ranges`, every item of that grader is
+scored 0..10 (AgentV's score-range mode); a required score-range item needs 10/10 in a v2 file
 (`requiredMinScore = 10`), and in a v4 file gates only through its `min_score`. An item's
 `operator: correctness` is a plain requirement; `operator: contradiction` (a guard: met
 unless the answer contradicts the outcome) is imported as that requirement, spelled out

@@ -76,6 +76,7 @@ def test_plugins_json_lists_the_builtins_and_what_they_add(cli: CliRunner) -> No
         "rubricjudgespec",
         "rar",
         "healthbench",
+        "openai-graders",
     ]
     for name in builtins:
         assert by_name[name]["distribution"] == "rubricflow"

@@ -337,7 +337,7 @@ def test_artifact_errors_exit_2_with_a_message_and_no_traceback(cli: Cli, tmp_pa
     good = cli.file("good.json", GOOD)
     draft = cli.json("artifacts", "create", "--type", "post", good, "--id", "post-1")
     assert draft["id"] == "post-1"
-    assert_error(cli("artifacts", "create", "--type", "post", good, "--id", "post-1"), "exists")
+    assert_error(cli("artifacts", "create", "--type", "post", good, "--id", "post-1"), "is taken")
     assert_error(cli("artifacts", "show", "nope"), "no artifact 'nope'")
     assert_error(cli("artifacts", "history", "nope"), "nope")
     assert_error(

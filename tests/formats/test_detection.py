@@ -150,8 +150,7 @@ def test_unknown_format_name_is_refused_naming_the_formats(registry: PluginRegis
     assert "unknown format 'yaml'" in str(caught.value)
     assert (
         "known formats: agentv, dataknobs, healthbench, native, openai-graders, openrubricrl, "
-        "rar, rubric-pkg"
-        in str(caught.value)
+        "rar, rubric-pkg" in str(caught.value)
     )
 
 

@@ -20,13 +20,13 @@ import sqlalchemy as sa
 
 from rubricflow.errors import ConfigurationError, RubricflowError
 from rubricflow.store import Store
-from rubricflow.store.database import Database
 from rubricflow.store._sqlite_fastpath import (
     FASTPATH_ENV,
     SQLITE_BUSY_TIMEOUT_MS,
     SQLiteEngine,
     fast_path_enabled,
 )
+from rubricflow.store.database import Database
 
 from .test_processes import (
     test_a_transaction_cancelled_while_waiting_for_the_lock_leaves_nothing_behind as _cancelled,

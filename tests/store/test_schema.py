@@ -16,8 +16,8 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import make_url
 from typer.testing import CliRunner
 
-import rubricflow.store.database as database_module
 import rubricflow.store._sqlite_fastpath as sqlite_store
+import rubricflow.store.database as database_module
 from rubricflow.cli import app
 from rubricflow.errors import ConfigurationError, SchemaOutdatedError, StoreError
 from rubricflow.store import DB_ENV, Database, Store, resolve_url
