@@ -537,6 +537,7 @@ def read_document(path: str | Path) -> Any:
         )
     return document
 
+
 def check_rubric_size(size: int, source: str) -> None:
     """Refuse a rubric document of `size` bytes over `Limits.max_rubric_bytes`, before it
     is parsed (parsing megabytes of YAML takes seconds)."""
