@@ -36,6 +36,7 @@ def test_fixtures_cover_every_format() -> None:
         "rubricjudgespec",
         "rar",
         "healthbench",
+        "openai-graders",
     }
 
 

@@ -40,7 +40,9 @@ from .conftest import (
     subprocess_env,
 )
 
-PROMPT = {"postgresql": 0.5, "sqlite": 2.0}
+#: "promptly": well under what a missed wake-up costs (a 30 s wait or poll in each test),
+#: with room for a loaded machine (CI runs beside other work: no test depends on speed)
+PROMPT = {"postgresql": 5.0, "sqlite": 6.0}
 EVENTS_SCRIPT = HERE / "events_proc.py"
 
 
@@ -172,7 +174,9 @@ async def test_an_idle_worker_with_a_long_poll_wakes_for_a_deferred_submission(
             if event.dest == "approved":
                 break
             after = event.seq
-        assert time.perf_counter() - started < PROMPT[backend] + 1.0
+        # woken by the change feed, not by its 30 s poll: the bound is half the poll, so
+        # the test holds on a loaded machine and still fails if only the poll wakes it
+        assert time.perf_counter() - started < 15
     finally:
         worker.stop()
         await asyncio.wait_for(running, 10)
