@@ -660,6 +660,16 @@ class CriterionGroup(_Frozen):
     zero_weights: ZeroWeights | None = None
 
     @model_validator(mode="after")
+    def _zero_needs_a_gate(self) -> CriterionGroup:
+        if self.on_failure == "zero" and not self.required:
+            raise _rule(
+                "on_failure",
+                "on_failure: zero applies to a required group (it zeroes the score when the "
+                "group is below its bar): set required: true, or remove on_failure",
+            )
+        return self
+
+    @model_validator(mode="after")
     def _default_name(self) -> CriterionGroup:
         if not self.name:
             object.__setattr__(self, "name", self.id)

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -228,10 +230,11 @@ def config_problems(rubric: Rubric, plugins: PluginRegistry) -> list[Problem]:
 
 
 def template_problems(rubric: Rubric) -> list[Problem]:
-    """Each criterion template that runs past its render budget (`Limits.template_*`)
-    even before it sees a target: it is rendered once with empty content, any name it
-    uses standing for nothing, so `'x' * 10**9` or `'%0999999999d' | format(1)` is found
-    at lint and registration, not at the first evaluation."""
+    """The first criterion template that runs past its render budget (`Limits.template_*`;
+    the time budget is shared by the whole rubric) even before it sees a target: it is
+    rendered once with empty content, any name it uses standing for nothing, so
+    `'x' * 10**9` or `'%0999999999d' | format(1)` is found at lint and registration, not
+    at the first evaluation."""
     from jinja2 import ChainableUndefined
 
     from rubricflow.llm.prompts import (
@@ -244,21 +247,33 @@ def template_problems(rubric: Rubric) -> list[Problem]:
 
     problems: list[Problem] = []
     budget = template_budget()
+    # one render's time budget for the whole document, not one per criterion: a rubric of
+    # 500 slow templates would otherwise cost 500 budgets per request
+    deadline = time.monotonic() + budget.seconds
     for index, criterion in enumerate(rubric.criteria):
         template = criterion.scoring.template
         if not template:
             continue
+        remaining = round(deadline - time.monotonic(), 3)
+        left = dataclasses.replace(budget, seconds=max(remaining, 0.001))
         try:
             render_rubric_template(
-                template, Target(content=""), budget=budget, undefined=ChainableUndefined
+                template, Target(content=""), budget=left, undefined=ChainableUndefined
             )
         except TemplateBudgetError as error:
             problems.append(
                 Problem(
                     f"criteria[{index}].scoring.template",
-                    f"criterion {criterion.id!r}: {error}",
+                    f"criterion {criterion.id!r}: {error}"
+                    + (
+                        f" (the rubric's templates share one budget of {budget.seconds:g} "
+                        "seconds when it is checked)"
+                        if left.seconds < budget.seconds
+                        else ""
+                    ),
                 )
             )
+            break  # the first is enough to refuse the rubric; the rest would cost more
         except PromptError:
             pass  # it may need the target's content: it is rendered for each target
     return problems

@@ -168,6 +168,12 @@ def _grader_settings(
         return
     if required is True:
         grader.required = True
+    elif isinstance(required, int | float) and 0 <= required <= 1 and min_score is not None:
+        reader.problem(
+            f"{where}.required",
+            f"a numeric required ({shown(required)}) is a minimum score, and min_score "
+            f"({shown(min_score)}) is another: write 'required: true' and one min_score",
+        )
     elif isinstance(required, int | float) and 0 <= required <= 1:
         grader.required, grader.min_score = True, float(required)
         reader.warn(

@@ -36,6 +36,11 @@ from jinja2.visitor import NodeTransformer
 __all__ = ["BudgetedSandbox", "PromptError", "TemplateBudget", "TemplateBudgetError", "weight"]
 
 
+#: the largest power `**` may compute, in bits (about 300,000 digits): computing one holds
+#: the thread, so the time budget could not stop it
+MAX_POWER_BITS = 1_000_000
+
+
 class PromptError(ValueError):
     """A rubric's template cannot be rendered for this target."""
 
@@ -247,6 +252,15 @@ class BudgetedSandbox(SandboxedEnvironment):
             )
         self.built += size
 
+    def listed(self, items: Any, what: str) -> list[Any]:
+        """The items of an iterable (a generator, a range) as a list, counted and timed
+        one by one, so a check can size them before anything joins or sums them."""
+        found: list[Any] = []
+        for item in items:
+            self.tick()
+            found.append(item)
+        return found
+
     def account(self, value: Any, what: str = "a value") -> Any:
         """Count a value just built; the template's given values are free."""
         if id(value) not in self.given and not isinstance(value, bool | float):
@@ -305,7 +319,8 @@ class BudgetedSandbox(SandboxedEnvironment):
             self.spend(weight(left, limit) + weight(right, limit), "a `+` concatenation")
         elif operator == "**" and _ints(left, right):
             bits = abs(left).bit_length() * max(int(right), 0)
-            self.spend(bits // 3, "a power")
+            # computing a huge power holds the thread past any clock check: refuse it
+            self.spend(bits // 3 if bits <= MAX_POWER_BITS else limit + 1, "a power")
         elif operator == "%" and isinstance(left, str):
             self.spend(printf_size(left, right, limit), "a `%` format")
         result = self.binop_table[operator](left, right)
@@ -329,7 +344,10 @@ class BudgetedSandbox(SandboxedEnvironment):
             args = (__self.counted_loop(args[0]), *args[1:])
         receiver = getattr(__obj, "__self__", None)
         if isinstance(receiver, str):
-            __self._check_str_method(receiver, getattr(__obj, "__name__", ""), args)
+            name = getattr(__obj, "__name__", "")
+            if name == "join" and args and not isinstance(args[0], list | tuple):
+                args = (__self.listed(args[0], "str.join()"), *args[1:])
+            __self._check_str_method(receiver, name, args)
         grown = __self._growth(receiver, args, kwargs)
         result = super().call(__context, __obj, *args, **kwargs)
         if grown is not None:
@@ -403,7 +421,8 @@ class BudgetedSandbox(SandboxedEnvironment):
                     pass  # the filter itself says what is wrong with its arguments
                 else:
                     bound.apply_defaults()
-                    check(self, bound.arguments)
+                    if check(self, bound.arguments):  # it listed an iterable: use the list
+                        args, kwargs = bound.args, bound.kwargs
             return self.account(function(*args, **kwargs), f"the {name} filter's result")
 
         return update_wrapper(guarded, function)
@@ -474,14 +493,18 @@ def _check_replace(env: BudgetedSandbox, a: Mapping[str, Any]) -> None:
     env.spend(size, "the replace filter")
 
 
-def _check_join(env: BudgetedSandbox, a: Mapping[str, Any]) -> None:
+def _check_join(env: BudgetedSandbox, a: dict[str, Any]) -> bool:
+    """Size a join before it is made: each item, and the separator once per item. A
+    generator or range is listed first (True: call the filter with the list)."""
     value, attribute = a["value"], a["attribute"]
-    if not isinstance(value, list | tuple):
-        return  # a generator: its items were counted as they were made, the result after
+    listed = not isinstance(value, list | tuple)
+    if listed:
+        value = a["value"] = env.listed(value, "the join filter")
     limit = env.budget.built
     items = list(map(make_attrgetter(env, attribute), value)) if attribute is not None else value
     size = sum(weight(i, limit) for i in items) + len(str(a["d"])) * len(items)
     env.spend(size, "the join filter")
+    return listed
 
 
 def _check_batch(env: BudgetedSandbox, a: Mapping[str, Any]) -> None:
@@ -491,10 +514,19 @@ def _check_batch(env: BudgetedSandbox, a: Mapping[str, Any]) -> None:
     env.spend(size, "a batch or slice")
 
 
-def _check_sum(env: BudgetedSandbox, a: Mapping[str, Any]) -> None:
+def _check_sum(env: BudgetedSandbox, a: dict[str, Any]) -> bool:
+    """A sum of lists or strings copies the running total at every step: charge that
+    (items x total size) before it runs. A sum of numbers is free."""
     value, start = a["iterable"], a["start"]
-    if isinstance(value, list | tuple) and not isinstance(start, int | float):
-        env.spend(sum(weight(i, env.budget.built) for i in value), "the sum filter")
+    if isinstance(start, int | float) and not isinstance(start, bool):
+        return False
+    listed = not isinstance(value, list | tuple)
+    if listed:
+        value = a["iterable"] = env.listed(value, "the sum filter")
+    limit = env.budget.built
+    total = weight(start, limit) + sum(weight(i, limit) for i in value)
+    env.spend(total * max(len(value), 1), "the sum filter (it copies the total each step)")
+    return listed
 
 
 def _check_wordwrap(env: BudgetedSandbox, a: Mapping[str, Any]) -> None:
@@ -509,7 +541,7 @@ def _check_tojson(env: BudgetedSandbox, a: Mapping[str, Any]) -> None:
     env.spend(weight(a["value"], env.budget.built) * (1 + spaces), "the tojson filter")
 
 
-_FILTER_CHECKS: dict[str, Callable[..., None]] = {
+_FILTER_CHECKS: dict[str, Callable[..., bool | None]] = {
     "center": _check_center,
     "indent": _check_indent,
     "format": _check_format,

@@ -12,7 +12,7 @@ import pytest
 
 from rubricflow import RubricValidationError, load_document
 from rubricflow.engine.aggregate import aggregate, criterion_passed
-from rubricflow.model import Rubric
+from rubricflow.model import Rubric, parse_rubric
 from rubricflow.results import CriterionResult
 from rubricflow.validation import lint_rubric
 
@@ -231,3 +231,22 @@ def test_a_required_min_score_of_8_7_is_exactly_0_87() -> None:
     }
     rubric = load_document(document, format="agentv", source="suite.yaml").rubrics[0]
     assert [c.min_score for c in rubric.criteria] == [0.87]
+
+
+def test_a_numeric_required_beside_a_min_score_is_refused() -> None:
+    """Two minimum scores for one grader: AgentV would silently take one."""
+    with pytest.raises(RubricValidationError) as caught:
+        one(v4({**GRADER_A, "required": 0.6, "min_score": 0.8}))
+    (problem,) = caught.value.problems
+    assert problem.path == "tests[0].assertions[0].required"
+    assert "one min_score" in problem.message
+
+
+def test_on_failure_zero_needs_a_required_group() -> None:
+    document = {
+        "id": "r",
+        "groups": [{"id": "g", "on_failure": "zero"}],
+        "criteria": [{"id": "c", "group": "g"}],
+    }
+    with pytest.raises(RubricValidationError, match="applies to a required group"):
+        parse_rubric(document)

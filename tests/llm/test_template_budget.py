@@ -81,7 +81,23 @@ HOSTILE = [
     "{% endfor %}{{ ns.s }}",
     "{% set l = ['x'] %}{% for i in range(60) %}{{ l.extend(l) }}{% endfor %}",
     "{% set x %}{% for i in range(100000) %}{{ text * 1000 }}{% endfor %}{% endset %}{{ 1 }}",
+    # found by a second reading: a join over a range or generator was sized only after it
+    # was made (2.9 GB), a sum of lists copies its total at each step (18 s), and a huge
+    # power holds the thread past the clock (12 s)
+    '{% set s="a"*1000000 %}{{ s.join(range(3000)|map("string"))|length }}',
+    '{% set s="a"*1000000 %}{{ range(1500)|join(s)|length }}',
+    "{% set l = range(100000)|batch(1)|list %}{{ (l|sum(start=[]))|length }}",
+    "{{ 10 ** 11000000 }}",
 ]
+
+
+def test_joins_sums_and_powers_of_ordinary_size_still_work() -> None:
+    template = (
+        '{{ ["a","b"]|join(",") }} {{ ",".join(["x","y"]) }} {{ [1,2,3]|sum }} '
+        '{{ [[1],[2]]|sum(start=[]) }} {{ 2 ** 10 }} {{ range(3)|join("-") }} '
+        '{{ "+".join(range(3)|map("string")) }}'
+    )
+    assert render_rubric_template(template, TARGET) == "a,b x,y 6 [1, 2] 1024 0-1-2 0+1+2"
 
 
 @pytest.mark.parametrize("template", HOSTILE)
@@ -150,3 +166,30 @@ async def test_rendering_from_async_code_leaves_the_event_loop_free() -> None:
     stop.set()
     await task
     assert ticks >= 5
+
+
+def test_a_rubric_s_templates_share_one_time_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lint renders each template once; the time budget is the rubric's, not one per
+    criterion, and the first over-budget template ends it (500 slow templates cost 500
+    budgets per request before)."""
+    from rubricflow import parse_rubric
+    from rubricflow.validation import template_problems
+
+    monkeypatch.setenv("RUBRICFLOW_TEMPLATE_SECONDS", "0.3")
+    slow = "{% for i in range(100000) %}{{ range(50)|map('string')|join(',')|length }}{% endfor %}"
+    rubric = parse_rubric(
+        {
+            "id": "slow",
+            "criteria": [
+                {
+                    "id": f"c{i}",
+                    "levels": [{"id": "no", "score": 0}, {"id": "yes", "score": 1}],
+                    "scoring": {"method": "llm_decode", "template": slow},
+                }
+                for i in range(3)
+            ],
+        }
+    )
+    [problem] = template_problems(rubric)
+    assert problem.path == "criteria[0].scoring.template"
+    assert "0.3 seconds per render" in problem.message
