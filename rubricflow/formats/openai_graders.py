@@ -298,7 +298,7 @@ def _score_model(
 def _label_model(
     reader: SourceReader, grader: Mapping[str, Any], path: str, base: dict[str, Any]
 ) -> dict[str, Any]:
-    labels = [label for label in reader.sequence(grader.get("labels"), f"{path}.labels") or []]
+    labels = list(reader.sequence(grader.get("labels"), f"{path}.labels") or [])
     passing = reader.sequence(grader.get("passing_labels"), f"{path}.passing_labels") or []
     if not labels or not all(isinstance(label, str) and label for label in labels):
         reader.problem(f"{path}.labels", "expected a non-empty list of labels")

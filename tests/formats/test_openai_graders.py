@@ -45,6 +45,14 @@ SCORE = {
     "range": [1, 7],
     "pass_threshold": 5,
 }
+SIMILAR = {
+    "type": "text_similarity",
+    "name": "Close",
+    "input": "{{ sample.output_text }}",
+    "reference": "{{ item.answer }}",
+    "evaluation_metric": "rouge_l",
+    "pass_threshold": 0.4,
+}
 LABEL = {
     "type": "label_model",
     "name": "Tone",
@@ -119,15 +127,7 @@ async def test_model_graders_pass_at_their_threshold_and_passing_labels(
 
 
 def test_text_similarity_uses_the_metrics_plugin_at_its_threshold() -> None:
-    grader = {
-        "type": "text_similarity",
-        "name": "Close",
-        "input": "{{ sample.output_text }}",
-        "reference": "{{ item.answer }}",
-        "evaluation_metric": "rouge_l",
-        "pass_threshold": 0.4,
-    }
-    rubric = one(grader)
+    rubric = one(SIMILAR)
     (criterion,) = rubric.criteria
     assert (criterion.scoring.method, criterion.scoring.metric) == ("metric", "rouge_l")
     assert (criterion.min_score, criterion.scoring.config) == (0.4, {"reference_key": "answer"})
@@ -135,15 +135,7 @@ def test_text_similarity_uses_the_metrics_plugin_at_its_threshold() -> None:
 
 async def test_text_similarity_scores_against_each_item_s_reference() -> None:
     pytest.importorskip("rubricflow_metrics")  # installed by the README's test command
-    grader = {
-        "type": "text_similarity",
-        "name": "Close",
-        "input": "{{ sample.output_text }}",
-        "reference": "{{ item.answer }}",
-        "evaluation_metric": "rouge_l",
-        "pass_threshold": 0.4,
-    }
-    rubric = one(grader)
+    rubric = one(SIMILAR)
     answer = {"answer": "the parcel ships on monday from the berlin depot"}
     near = await evaluate(
         rubric, Target(content="the parcel ships monday from berlin", reference=answer)
