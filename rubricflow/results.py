@@ -150,6 +150,13 @@ class CriterionResult(BaseModel):
     scorer: str = ""
     duration_ms: float = 0.0
     llm_calls: tuple[LLMCall, ...] = ()
+    confidence: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+    """How sure the judge is of this result, in [0, 1]: None where nothing measures it (a
+    deterministic check, a single judge answer without log-probabilities)."""
+    confidence_source: str | None = Field(default=None, max_length=50)
+    """What `confidence` was measured from: "panel" (agreement within a judge panel),
+    "samples" (agreement among samples of one judge), "logprobs" (the judge's token
+    log-probabilities)."""
     exact: Fraction | None = Field(default=None, exclude=True, repr=False)
     """The exact score when `score`, read as the decimal it prints as, is not it (5/6, say);
     None otherwise. Not stored: evaluations keep their JSON shape. Use `exact_score`."""
@@ -204,6 +211,9 @@ class Evaluation(BaseModel):
     duration_ms: float = 0.0
     metadata: dict[str, Any] = Field(default_factory=dict)
     feedback_llm_calls: tuple[LLMCall, ...] = ()
+    margin: float | None = None
+    """The score minus the pass threshold (worked out exactly, then the nearest float):
+    negative below the bar, 0 on it. None only on evaluations stored before it existed."""
 
     def criterion(self, criterion_id: str) -> CriterionResult | None:
         return next((r for r in self.criteria if r.criterion_id == criterion_id), None)

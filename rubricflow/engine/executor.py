@@ -41,7 +41,7 @@ from rubricflow.engine.isolation import (
 from rubricflow.errors import ConfigurationError
 from rubricflow.model import Criterion, Rubric, UnscoredPolicy
 from rubricflow.plugins import PluginRegistry, default_plugins
-from rubricflow.results import CriterionResult, Evaluation, Target
+from rubricflow.results import CriterionResult, Evaluation, Target, exact_number
 from rubricflow.scorers.deterministic import resolve_function
 from rubricflow.scoring import ScoringContext, error_result
 from rubricflow.settings import Settings, use
@@ -383,6 +383,7 @@ def _assemble(
         gating_failures=outcome.gating_failures,
         feedback=feedback,
         created_at=started_at.isoformat(),
+        margin=float(outcome.score - exact_number(context.bar)),
     )
 
 

@@ -220,6 +220,7 @@ def _rows(
         "cost": usage["cost"],
         "document": json.dumps(evaluation.to_dict(), ensure_ascii=False),
         "run_id": item.run_id,
+        "margin": evaluation.margin,
     }
     criteria = []
     calls: list[dict[str, Any]] = []
@@ -239,6 +240,8 @@ def _rows(
                 "scorer": result.scorer,
                 "notes": _text(result.notes),
                 "evidence": json.dumps(list(result.evidence), ensure_ascii=False),
+                "confidence": result.confidence,
+                "confidence_source": result.confidence_source,
             }
         )
         calls.extend(

@@ -112,6 +112,8 @@ class EvaluationRow(SQLModel, table=True):
     cost: float | None = None
     document: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
     run_id: str | None = Field(default=None, max_length=200)
+    #: score minus the pass threshold (NULL on evaluations stored before it existed)
+    margin: float | None = None
 
 
 class RunRow(SQLModel, table=True):
@@ -168,6 +170,10 @@ class CriterionResultRow(SQLModel, table=True):
     scorer: str = Field(max_length=100)
     notes: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
     evidence: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    #: how sure the judge is, in [0, 1], and what that was measured from (panel, samples,
+    #: logprobs); NULL where nothing measured it
+    confidence: float | None = None
+    confidence_source: str | None = Field(default=None, max_length=50)
 
 
 class LLMCallRow(SQLModel, table=True):
