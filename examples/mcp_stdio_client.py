@@ -16,6 +16,7 @@ from pathlib import Path
 from mcp import Client, StdioServerParameters
 
 from rubricflow.application import Application
+from rubricflow.core import RubricText
 from rubricflow.review import ArtifactType, RubricBinding
 
 RUBRIC = """
@@ -33,7 +34,7 @@ async def prepare(db: str) -> None:
     once, e.g. `rubricflow rubrics register` and `rubricflow types set`)."""
     app = await Application.open(db)
     try:
-        await app.register_rubric_text(RUBRIC)
+        await app.register_rubrics([RubricText(RUBRIC)])
         await app.artifacts.set_type(
             ArtifactType(name="post", rubrics=(RubricBinding(rubric_id="short-post"),))
         )

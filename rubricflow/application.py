@@ -4,57 +4,43 @@ one store and one plugin registry.
 The CLI, the HTTP API, the MCP server, the reward adapters and the pytest plugin all
 call this, so an operation behaves the same whichever door it came through. A front
 door parses its input, calls one or a few of these methods, and presents the result;
-it decides nothing itself. The artifact lifecycle is `Application.artifacts` (an
-`ArtifactRegistry`); the rubric registry, evaluations, runs and the judge cache are the
-store's repositories, reachable as `rubrics`, `evaluations` (per-criterion pass rates and
-judge usage among its queries) and `runs`; the judge cache is `store.judge_cache`.
+it decides nothing itself. What needs no store (loading, linting, evaluating, results
+files, comparisons, reports) is `rubricflow.core.Core`'s, which `Application` extends;
+a face reaches the store only through an `Application`. The artifact lifecycle is
+`Application.artifacts` (an `ArtifactRegistry`); the rubric registry, evaluations, runs
+and the judge cache are the store's repositories, reachable as `rubrics`, `evaluations`
+(per-criterion pass rates and judge usage among its queries) and `runs`; the judge
+cache is `store.judge_cache`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
+from rubricflow.core import Core, RubricSource, Trust, under_settings
 from rubricflow.errors import NotFoundError
 from rubricflow.settings import Settings, current, use
 from rubricflow.store import Store
 
 if TYPE_CHECKING:
+    from rubricflow.calibration import LabelledExample, PassRateEstimate
+    from rubricflow.calibration.propose import Proposal
+    from rubricflow.calibration.reliability import Period, ReliabilityPoint
     from rubricflow.compare import RunComparison
+    from rubricflow.llm import LLMSession
     from rubricflow.model import Rubric
     from rubricflow.plugins import PluginRegistry
-    from rubricflow.results import Evaluation, Target
     from rubricflow.review import ArtifactRegistry, ReviewOutcome
     from rubricflow.rubric_diff import RubricDiff
     from rubricflow.runs import RunData, RunInfo
     from rubricflow.store.evaluations import EvaluationStore
     from rubricflow.store.rubrics import RegisteredRubric, RubricRegistry
     from rubricflow.store.runs import RunOverview, RunStore
-    from rubricflow.validation import FileReport
     from rubricflow.webhooks import WebhookService
 
-__all__ = ["Application"]
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-def _under_settings(
-    method: Callable[Concatenate[Application, _P], Awaitable[_R]],
-) -> Callable[Concatenate[Application, _P], Awaitable[_R]]:
-    """Run an operation with the application's settings bound (`rubricflow.settings.use`),
-    so what it calls (loading, checks, the judge) reads them and not the environment."""
-
-    @functools.wraps(method)
-    async def bound(self: Application, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with use(self.settings):
-            return await method(self, *args, **kwargs)
-
-    return bound
+__all__ = ["Application", "SchemaUpgrade"]
 
 
 def _masked(info: RunInfo) -> RunInfo:
@@ -65,8 +51,20 @@ def _masked(info: RunInfo) -> RunInfo:
     return replace(info, options=redact_options(info.options))
 
 
-class Application:
-    """One store, one plugin registry, and the operations over them.
+@dataclass(frozen=True)
+class SchemaUpgrade:
+    """What `Application.upgrade_db` did: the schema revision before and now, the newest
+    one this rubricflow knows (`head`), and whether any migration ran."""
+
+    before: str | None
+    revision: str | None
+    head: str | None
+    upgraded: bool
+
+
+class Application(Core):
+    """One store, one plugin registry, and the operations over them (the store-less
+    ones are `Core`'s).
 
     Open it with `Application.open(db)` (and close it, or use `async with`), or wrap a
     store you already hold with `Application(store)`; then the caller closes the store.
@@ -80,11 +78,10 @@ class Application:
         lease_seconds: float | None = None,
         settings: Settings | None = None,
     ) -> None:
-        #: the settings of this application's operations (default: the caller's, else
-        #: the environment's, read now); another application may hold others
-        self.settings = settings if settings is not None else current()
+        # settings: the caller's by default, else the environment's, read now; another
+        # application may hold others
+        super().__init__(plugins=plugins, settings=settings)
         self.store = store
-        self._plugins = plugins
         self._lease_seconds = lease_seconds
         self._artifacts: ArtifactRegistry | None = None
         self._webhooks: WebhookService | None = None
@@ -94,16 +91,6 @@ class Application:
         # the check process pool (started when a check needs it) stops when the last
         # application (or worker) using it closes
         self._check_pool = hold_check_pool()
-
-    @property
-    def plugins(self) -> PluginRegistry:
-        """The plugin registry (made on first use: reading the store needs none)."""
-        if self._plugins is None:
-            from rubricflow.plugins import create_plugin_manager
-
-            with use(self.settings):
-                self._plugins = create_plugin_manager()
-        return self._plugins
 
     @property
     def artifacts(self) -> ArtifactRegistry:
@@ -143,15 +130,23 @@ class Application:
         db: str | None = None,
         *,
         upgrade: bool = False,
+        existing: bool = False,
+        remedy: str | None = None,
         plugins: PluginRegistry | None = None,
         lease_seconds: float | None = None,
         settings: Settings | None = None,
     ) -> Application:
         """The application over the store at `db` (default `settings.db`: $RUBRICFLOW_DB,
-        else ./rubricflow.db); closing it closes the store. `settings` default to the
-        caller's (the CLI's, the server's), else the environment's, read here."""
+        else ./rubricflow.db); closing it closes the store. With `existing`, a SQLite file
+        that does not exist is a `NotFoundError` ending with `remedy` (a look at a store
+        must not create an empty one). `settings` default to the caller's (the CLI's, the
+        server's), else the environment's, read here."""
         settings = settings if settings is not None else current()
         with use(settings):
+            if existing:
+                from rubricflow.store.url import existing_store_url
+
+                db = existing_store_url(db, remedy=remedy)
             store = await Store.open(db, upgrade=upgrade)
         try:
             application = cls(
@@ -162,6 +157,33 @@ class Application:
             raise
         application._owns_store = True
         return application
+
+    @staticmethod
+    def display_db(db: str | None = None) -> str:
+        """The store `db` names (default `settings.db`), as shown to a user: its URL with
+        any password masked."""
+        from rubricflow.store import resolve_url
+        from rubricflow.store.url import display_url
+
+        return display_url(resolve_url(db))
+
+    @staticmethod
+    async def upgrade_db(db: str | None = None) -> SchemaUpgrade:
+        """Apply every pending schema migration to the store at `db`."""
+        from rubricflow.store import Database
+
+        database = await Database.open(db, upgrade=True)
+        try:
+            now = await database.current_revision()
+            before = database.migrated[0] if database.migrated else now
+            return SchemaUpgrade(
+                before=before,
+                revision=now,
+                head=Database.head_revision(),
+                upgraded=database.migrated is not None,
+            )
+        finally:
+            await database.close()
 
     async def close(self) -> None:
         if self._artifacts is not None:
@@ -192,7 +214,7 @@ class Application:
         return self.store.runs
 
     # --- artifacts ---------------------------------------------------------------------------
-    @_under_settings
+    @under_settings
     async def create_and_submit(
         self,
         type_name: str,
@@ -219,53 +241,23 @@ class Application:
         )
 
     # --- rubrics -----------------------------------------------------------------------------
-    @_under_settings
-    async def register_rubric_files(
-        self, paths: Sequence[str | Path], *, format: str | None = None
+    async def register_rubrics(
+        self,
+        sources: Sequence[RubricSource],
+        *,
+        format: str | None = None,
+        trust: Trust = "local",
     ) -> list[RegisteredRubric]:
-        """Register every rubric in `paths` (any format), all in one transaction: a file
-        that does not load registers nothing."""
-        from rubricflow.formats.loader import load_file
-
-        loaded = [load_file(path, format=format, plugins=self.plugins) for path in paths]
+        """Register every rubric of `sources` (files, or `RubricText` documents; any
+        format), all in one transaction: whatever `Core.load_rubrics` refuses in any of
+        them (a document that does not load, broken check options, templates over budget
+        and, with `trust="stranger"`, a file, code or a judge it names) registers
+        nothing. The same content again is `created: False`; other content under a
+        stored id@version is a `RubricVersionConflictError`. Every face registers through here."""
+        loaded = await self.load_rubrics(sources, format=format, trust=trust)
         pairs = [(rubric, item.format) for item in loaded for rubric in item.rubrics]
-        return list(await self.store.rubrics.register_pairs(pairs))
-
-    @_under_settings
-    async def register_rubric_text(
-        self, text: str, *, source: str = "<text>", suffix: str = "", format: str | None = None
-    ) -> list[RegisteredRubric]:
-        """Register every rubric in a document given as text (YAML or JSON, any format)."""
-        from rubricflow.formats.document import check_rubric_size, parse_text
-        from rubricflow.formats.loader import detect_format, load_document
-        from rubricflow.validation import refuse_broken_configs
-
-        check_rubric_size(len(text.encode("utf-8", "surrogatepass")), source)
-        document = parse_text(text, source, suffix=suffix)
-        name = format or detect_format(document, plugins=self.plugins, source=source).name
-        loaded = load_document(document, format=name, source=source, plugins=self.plugins)
-        refuse_broken_configs(loaded.rubrics, self.plugins, source)
-        pairs = [(rubric, loaded.format) for rubric in loaded.rubrics]
-        return list(await self.store.rubrics.register_pairs(pairs))
-
-    @_under_settings
-    async def lint_rubric_file(self, path: str | Path, *, format: str | None = None) -> FileReport:
-        """Validate a rubric file and run the meta-rubric over it (off the event loop:
-        a large rubric must not hold up a server's other requests)."""
-        from rubricflow.validation import lint_file
-
-        return await asyncio.to_thread(lint_file, path, format=format, plugins=self.plugins)
-
-    @_under_settings
-    async def lint_rubric_text(
-        self, text: str, *, source: str = "<text>", suffix: str = "", format: str | None = None
-    ) -> FileReport:
-        """`lint_rubric_file` for a rubric given as text."""
-        from rubricflow.validation import validate_text
-
-        return await asyncio.to_thread(
-            validate_text, text, source=source, suffix=suffix, format=format, plugins=self.plugins
-        )
+        with use(self.settings):
+            return list(await self.store.rubrics.register_pairs(pairs))
 
     async def diff_rubric(
         self, rubric_id: str, before: str | None = None, after: str | None = None
@@ -290,39 +282,6 @@ class Application:
         old = await self.store.rubrics.get(rubric_id, before)
         new = await self.store.rubrics.get(rubric_id, after)
         return diff_rubrics(old, new)
-
-    # --- evaluation without storage ----------------------------------------------------------
-    @_under_settings
-    async def evaluate(
-        self,
-        rubric: Rubric,
-        targets: Sequence[Target | Mapping[str, Any] | str],
-        *,
-        options: Mapping[str, Any] | None = None,
-        allow_import: bool = False,
-        concurrency: int | None = None,
-    ) -> list[Evaluation]:
-        """Score each target against `rubric`, in order; nothing is stored. `options`
-        carries the judge (`{"llm": spec or LLMSession}`) and its settings. A target whose
-        content breaks the content bounds is a `ContentBoundsError`, before any is scored."""
-        from rubricflow.content_bounds import check_content_bounds
-        from rubricflow.engine.executor import evaluate_many
-        from rubricflow.targets import as_target
-
-        prepared = [as_target(target) for target in targets]
-        for index, target in enumerate(prepared):
-            check_content_bounds(target.content, f"target {index} content")
-        extra: dict[str, Any] = {} if concurrency is None else {"concurrency": concurrency}
-        stream = evaluate_many(
-            rubric,
-            prepared,
-            plugins=self.plugins,
-            allow_import=allow_import,
-            options=options,
-            settings=self.settings,
-            **extra,
-        )
-        return [evaluation async for evaluation in stream]
 
     # --- runs --------------------------------------------------------------------------------
     async def run(self, run_id: str) -> RunData:
@@ -368,3 +327,57 @@ class Application:
         for key, value in entries:
             await self.store.judge_cache.put(key, value)
         return len(entries)
+
+    # --- trust: the judge against people's labels ----------------------------------------
+    async def run_pass_rate_estimate(
+        self, run: RunData, *, confidence: float = 0.95
+    ) -> PassRateEstimate | None:
+        """The run's naive pass rate and the one corrected with people's decisions on its
+        rubric (prediction-powered inference); None when nobody labelled the rubric."""
+        from rubricflow.report.trust import run_pass_rate
+
+        return await run_pass_rate(self.store, run, confidence=confidence)
+
+    async def labelled_examples(self, rubric: Rubric) -> list[LabelledExample]:
+        """People's decisions on `rubric` as labelled examples (see
+        `rubricflow.report.trust.labelled_examples`)."""
+        from rubricflow.report.trust import labelled_examples
+
+        return await labelled_examples(self.store, rubric)
+
+    async def judge_reliability(
+        self, rubric_id: str, *, period: Period = "week"
+    ) -> list[ReliabilityPoint]:
+        """The judge's agreement with people per criterion of `rubric_id`, per period."""
+        from rubricflow.report.trust import reliability
+
+        return await reliability(self.store, rubric_id, period=period)
+
+    async def propose_rubric_revision(
+        self,
+        rubric: Rubric,
+        *,
+        llm: LLMSession,
+        examples: Sequence[LabelledExample] = (),
+        from_store: bool = True,
+        register: bool = False,
+        **options: Any,
+    ) -> tuple[Proposal, RegisteredRubric | None]:
+        """Draft `rubric`'s next version from `examples` and (with `from_store`) people's
+        decisions on it, measured by cross-validation (`propose_revision`'s `options`:
+        folds, per_criterion, resamples, seed, confidence). With `register`, the draft is
+        registered only when its held-out kappa improved beyond the interval of the
+        difference; the second item is then the registration, else None."""
+        from rubricflow.calibration.propose import propose_revision
+
+        labelled = list(examples)
+        if from_store:
+            labelled += await self.labelled_examples(rubric)
+        with use(self.settings):
+            proposal = await propose_revision(
+                rubric, labelled, llm=llm, plugins=self.plugins, **options
+            )
+            if not (register and proposal.improved):
+                return proposal, None
+            pairs = [(proposal.draft, "rubricflow")]
+            return proposal, (await self.store.rubrics.register_pairs(pairs))[0]

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from rubricflow.application import Application
 from rubricflow.cli import app as cli_app
+from rubricflow.core import RubricText
 from rubricflow.errors import NotFoundError
 from rubricflow.review import ArtifactType, RubricBinding
 
@@ -44,12 +45,16 @@ def db(tmp_path: Path) -> str:
 
 async def test_registers_lints_and_diffs_rubrics_given_as_text(db: str) -> None:
     async with await Application.open(db) as application:
-        first = await application.register_rubric_text(json.dumps(_rubric()), suffix=".json")
+        first = await application.register_rubrics(
+            [RubricText(json.dumps(_rubric()), suffix=".json")]
+        )
         assert [(r.rubric.id, r.created) for r in first] == [("post", True)]
-        again = await application.register_rubric_text(json.dumps(_rubric()), suffix=".json")
+        again = await application.register_rubrics(
+            [RubricText(json.dumps(_rubric()), suffix=".json")]
+        )
         assert [r.created for r in again] == [False]
         text = yaml.safe_dump(_rubric("1.1.0", ("title", "body", "tags")))
-        await application.register_rubric_text(text, suffix=".yaml")
+        await application.register_rubrics([RubricText(text, suffix=".yaml")])
 
         diff = await application.diff_rubric("post")
         assert (diff.before_version, diff.after_version) == ("1.0.0", "1.1.0")
@@ -65,7 +70,7 @@ async def test_registers_lints_and_diffs_rubrics_given_as_text(db: str) -> None:
 
 async def test_a_diff_needs_two_versions_and_says_which_exist(db: str) -> None:
     async with await Application.open(db) as application:
-        await application.register_rubric_text(json.dumps(_rubric()), suffix=".json")
+        await application.register_rubrics([RubricText(json.dumps(_rubric()), suffix=".json")])
         with pytest.raises(NotFoundError, match=r"no version before 1\.0\.0.*1\.0\.0"):
             await application.diff_rubric("post")
         with pytest.raises(NotFoundError, match="no rubric 'nope'"):
@@ -74,8 +79,8 @@ async def test_a_diff_needs_two_versions_and_says_which_exist(db: str) -> None:
 
 async def test_evaluate_stores_nothing_and_the_gate_stores_its_review(db: str) -> None:
     async with await Application.open(db) as application:
-        (registered,) = await application.register_rubric_text(
-            json.dumps(_rubric()), suffix=".json"
+        (registered,) = await application.register_rubrics(
+            [RubricText(json.dumps(_rubric()), suffix=".json")]
         )
         evaluations = await application.evaluate(
             registered.rubric, [{"id": "a", "content": {"title": "t", "body": "b"}}, "plain"]
@@ -104,7 +109,7 @@ async def test_a_store_the_caller_holds_stays_open(db: str) -> None:
     store = await Store.open(db)
     try:
         async with Application(store) as application:
-            await application.register_rubric_text(json.dumps(_rubric()), suffix=".json")
+            await application.register_rubrics([RubricText(json.dumps(_rubric()), suffix=".json")])
         assert [r.id for r in await store.rubrics.list_latest()] == ["post"]
     finally:
         await store.close()
@@ -223,7 +228,7 @@ def test_a_rubric_whose_check_options_are_broken_is_not_registered(db: str, tmp_
     async def register_text() -> None:
         async with await Application.open(db) as application:
             with pytest.raises(RubricValidationError, match=r"scoring\.config\.min"):
-                await application.register_rubric_text(json.dumps(broken), suffix=".json")
+                await application.register_rubrics([RubricText(json.dumps(broken), suffix=".json")])
             assert await application.rubrics.list_latest() == []
 
     import asyncio

@@ -16,13 +16,11 @@ from rubricflow.cli.shared import (
     TokenOption,
     fail,
     out,
-    plugin_manager,
     print_json,
     run_on,
     run_with_app,
     table,
 )
-from rubricflow.errors import RubricflowError
 
 if TYPE_CHECKING:
     from rubricflow.application import Application
@@ -96,25 +94,11 @@ def rubrics_register(
 ) -> None:
     """Register every rubric in FILE... (all files in one transaction; with --server, each
     file's rubrics all or none, as the server's rules for strangers' rubrics allow)."""
-    from rubricflow.formats.loader import load_file
-    from rubricflow.validation import refuse_broken_configs, refuse_over_budget_templates
-
     if server is not None:
         _register_remotely(paths, format, server, token, as_json)
         return
-
-    plugins = plugin_manager()
-    try:
-        loaded = [load_file(path, format=format, plugins=plugins) for path in paths]
-        for path, item in zip(paths, loaded, strict=True):
-            refuse_broken_configs(item.rubrics, plugins, str(path))
-            refuse_over_budget_templates(item.rubrics, str(path))
-    except RubricflowError as error:
-        # every problem is in a file the user named: a usage error, like `eval` and `convert`
-        fail(str(error))
-
-    pairs = [(rubric, item.format) for item in loaded for rubric in item.rubrics]
-    results = run_with_app(db, lambda app: app.rubrics.register_pairs(pairs))
+    # every problem is in a file the user named: a usage error, like `eval` and `convert`
+    results = run_with_app(db, lambda app: app.register_rubrics(paths, format=format))
     if as_json:
         print_json(
             {"registered": [{**_rubric_summary(r.rubric), "created": r.created} for r in results]}

@@ -79,10 +79,12 @@ def _latest_key(version: str, created_at: datetime) -> tuple[Any, ...]:
 
 @dataclass(frozen=True)
 class RegisteredRubric:
-    """The outcome of registering one rubric: `created` is False for an identical re-register."""
+    """The outcome of registering one rubric: `created` is False for an identical
+    re-register; `source_format` is the format it was read from."""
 
     rubric: Rubric
     created: bool
+    source_format: str | None = None
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,7 @@ class RubricRegistry:
             await connection.execute(
                 _rubrics.update().where(_rubrics.c.rubric_id == rubric.id).values(deleted_at=None)
             )
-            return RegisteredRubric(rubric, True)
+            return RegisteredRubric(rubric, True, source_format)
         stored = (
             await connection.execute(
                 sa.select(_versions.c.content_hash).where(
@@ -204,7 +206,7 @@ class RubricRegistry:
                 "version never changes: bump the version (e.g. to "
                 f"{_next_patch(rubric.version)}) and register again"
             )
-        return RegisteredRubric(rubric, False)
+        return RegisteredRubric(rubric, False, source_format)
 
     async def register_file(
         self, path: str | Path, *, format: str | None = None, plugins: PluginRegistry | None = None

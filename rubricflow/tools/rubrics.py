@@ -2,34 +2,25 @@
 given inline.
 
 A tool call's arguments are written by a model, so an inline rubric is a stranger's
-data, held to the HTTP API's rules (`rubricflow.validation.untrusted_problems`): it reads no file
+data, held to the HTTP API's rules (`Core.load_rubrics` with `trust="stranger"`): it reads no file
 (`schema_ref`), names no code to import (a `module:function` no plugin registers) and
 chooses no judge (`python:` specs); the host's configuration alone chooses the judge.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 
-from rubricflow.errors import ConfigurationError, NotFoundError, Problem, RubricValidationError
-from rubricflow.formats.document import parse_rubric_text
-from rubricflow.formats.loader import load_document
+from rubricflow.core import RubricText
+from rubricflow.errors import ConfigurationError, NotFoundError
 from rubricflow.model import Rubric
-from rubricflow.validation import (
-    refuse_broken_configs,
-    refuse_over_budget_templates,
-    untrusted_problems,
-)
 
 if TYPE_CHECKING:
     from rubricflow.application import Application
-    from rubricflow.plugins import PluginRegistry
 
-__all__ = ["inline_rubric", "parse_reference", "registered_rubric", "stranger_problems"]
+__all__ = ["inline_rubric", "parse_reference", "registered_rubric"]
 
 _SOURCE = "<tool call>"
-_WHY = "rubrics in tool calls are data"
 
 
 def parse_reference(reference: str) -> tuple[str, str | None]:
@@ -52,30 +43,16 @@ async def registered_rubric(application: Application, reference: str) -> Rubric:
         raise NotFoundError(f"{error}; call list_rubrics to see the registered ones") from None
 
 
-def stranger_problems(rubric: Rubric, plugins: PluginRegistry) -> list[Problem]:
-    """What an inline rubric asks for that a tool call may not: a file, code, a judge."""
-    return untrusted_problems(rubric, plugins, why=_WHY, host="the host")
-
-
-def _load(document: str, format: str | None, plugins: PluginRegistry) -> list[Rubric]:
-    parsed = parse_rubric_text(document, _SOURCE)
-    loaded = load_document(
-        parsed, format=format, source=_SOURCE, plugins=plugins, schema_refs="refuse"
-    )
-    problems = [p for rubric in loaded.rubrics for p in stranger_problems(rubric, plugins)]
-    if problems:
-        raise RubricValidationError(problems, _SOURCE)
-    refuse_broken_configs(loaded.rubrics, plugins, _SOURCE)
-    refuse_over_budget_templates(loaded.rubrics, _SOURCE)
-    return list(loaded.rubrics)
-
-
 async def inline_rubric(
     application: Application, document: str, *, format: str | None, rubric_id: str | None
 ) -> Rubric:
-    """The one rubric of an inline document (or the one named `rubric_id`), loaded off the
-    event loop (a large document must not hold up the host's other work)."""
-    rubrics = await asyncio.to_thread(_load, document, format, application.plugins)
+    """The one rubric of an inline document (or the one named `rubric_id`), loaded as a
+    stranger's (`Core.load_rubrics` with `trust="stranger"`: the refusals of every door),
+    off the event loop (a large document must not hold up the host's other work)."""
+    (loaded,) = await application.load_rubrics(
+        [RubricText(document, _SOURCE)], format=format, trust="stranger"
+    )
+    rubrics = loaded.rubrics
     if rubric_id is not None:
         chosen = [r for r in rubrics if r.id == rubric_id]
         if not chosen:

@@ -10,7 +10,6 @@ rest of the path (`/v1/rubrics/team/tone@1.2.0`).
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime
 from typing import Literal
 
@@ -20,7 +19,7 @@ from rubricflow.errors import Problem, RubricValidationError
 from rubricflow.server.auth import Admin, AppDep, Reviewer, Submitter
 from rubricflow.server.problems import PROBLEM_RESPONSES
 from rubricflow.server.scoring import PRINTABLE, IdPath, parse_reference
-from rubricflow.server.strangers import load_untrusted, refuse_untrusted
+from rubricflow.server.strangers import refuse_untrusted
 from rubricflow.wire.rubrics import (
     LintedRubric,
     LintReport,
@@ -63,16 +62,13 @@ async def register_rubrics(
     """Store each rubric of the document as an immutable version, all or none. The same
     content again is `created: false`; other content under a stored id@version is 409.
     The document may not read files or name code or a judge (422 naming the field)."""
-    from rubricflow.validation import refuse_broken_configs
+    from rubricflow.core import RubricText
 
-    loaded = await asyncio.to_thread(
-        load_untrusted, body.document, format=body.format, plugins=application.plugins
+    results = await application.register_rubrics(
+        [RubricText(body.document, "<request>")], format=body.format, trust="stranger"
     )
-    refuse_broken_configs(loaded.rubrics, application.plugins, "<request>")
-    pairs = [(rubric, loaded.format) for rubric in loaded.rubrics]
-    results = await application.rubrics.register_pairs(pairs)
     return RegisterResult(
-        format=loaded.format,
+        format=results[0].source_format or "",
         registered=[
             RegisteredRubricOut(**RubricSummary.of(r.rubric).model_dump(), created=r.created)
             for r in results
