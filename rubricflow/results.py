@@ -127,6 +127,10 @@ class LLMCall(BaseModel):
     error: str | None = None
     cost: float | None = None
     created_at: str = ""
+    judge: str | None = Field(default=None, max_length=500)
+    """The judge that made the call, by its spec label, when it was one of a panel."""
+    verdict: str | None = Field(default=None, max_length=200)
+    """What the call's answer said (MET, a level id, a score), when it gave a usable one."""
 
 
 class CriterionResult(BaseModel):

@@ -273,6 +273,8 @@ def _call_row(
         "error": call.error,
         "cost": call.cost,
         "created_at": parse_time(call.created_at) if call.created_at else created,
+        "judge": call.judge,
+        "verdict": call.verdict,
     }
 
 

@@ -212,6 +212,9 @@ class LLMCallRow(SQLModel, table=True):
     error: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
     cost: float | None = None
     created_at: datetime = _when(nullable=False)
+    #: which judge of a panel asked (its spec label) and what its answer said
+    judge: str | None = Field(default=None, max_length=500)
+    verdict: str | None = Field(default=None, max_length=200)
 
 
 class JudgeCacheRow(SQLModel, table=True):
