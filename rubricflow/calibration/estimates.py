@@ -27,7 +27,7 @@ from statistics import NormalDist, fmean
 
 from rubricflow.calibration.stats import UndefinedStatisticError
 
-__all__ = ["PassRateEstimate", "RateInterval", "estimate_pass_rate"]
+__all__ = ["PassRateEstimate", "RateInterval", "estimate_pass_rate", "estimate_with_labelled"]
 
 
 @dataclass(frozen=True)
@@ -155,3 +155,28 @@ def estimate_pass_rate(
     )
     corrected = _interval(estimate, error, confidence, len(human) + len(rest))
     return PassRateEstimate(naive, corrected, len(human), len(rest), power)
+
+
+def estimate_with_labelled(
+    verdicts: Sequence[bool],
+    labelled: Sequence[tuple[bool, bool]],
+    *,
+    confidence: float = 0.95,
+) -> PassRateEstimate:
+    """The pass rate of a set of machine `verdicts` (a run, say), naive and corrected
+    with `labelled` (judge verdict, person's verdict) pairs taken elsewhere from the same
+    judge and rubric (the store's human decisions): PPI with the pairs as the labelled set
+    and `verdicts` as the unlabelled one. The naive rate is the verdicts' own."""
+    if not verdicts:
+        raise UndefinedStatisticError("no machine verdicts: a pass rate needs at least one")
+    own = {f"v{index}": verdict for index, verdict in enumerate(verdicts)}
+    naive = estimate_pass_rate(own, {}, confidence=confidence).naive
+    if len(labelled) < 2:
+        return PassRateEstimate(naive, None, len(labelled), len(verdicts), None)
+    pooled: dict[str, bool | float] = dict(own)
+    humans: dict[str, bool | float] = {}
+    for index, (judge, human) in enumerate(labelled):
+        pooled[f"l{index}"] = judge
+        humans[f"l{index}"] = human
+    both = estimate_pass_rate(pooled, humans, confidence=confidence)
+    return PassRateEstimate(naive, both.corrected, both.labelled, both.unlabelled, both.power)

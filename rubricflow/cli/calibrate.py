@@ -1,18 +1,24 @@
-"""`rubricflow calibrate RUBRIC LABELS --llm SPEC`: does the judge agree with humans?
+"""`rubricflow calibrate RUBRIC [LABELS] --llm SPEC`: does the judge agree with humans?
 
 Judges human-labelled examples with the rubric (the way `rubricflow eval` does) and
 prints accuracy, Cohen's kappa, weighted kappa, confusion matrices and bootstrap
-intervals per criterion and overall. Exit 0 when done (and every criterion's kappa is
-at least --min-kappa, if given), 1 when a criterion's kappa is below --min-kappa, 2 on
-usage or input errors.
+intervals per criterion and overall. The labels come from LABELS (a JSONL file), from
+people's decisions in the store (`--db`), or both; with `--db` the judge's per-criterion
+reliability over time is shown too. With `--propose -o DRAFT.yaml` it drafts the rubric's
+next version from the disagreements and measures it on held-out labels (`--register`
+puts it in the store when it improved beyond the interval). Exit 0 when done (and every
+criterion's kappa is at least --min-kappa, if given), 1 when a criterion's kappa is below
+--min-kappa, 2 on usage or input errors.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.markup import escape
@@ -23,6 +29,7 @@ from rubricflow.cli.shared import (
     EXIT_OK,
     AllowImportOption,
     ConcurrencyOption,
+    DbOption,
     FormatOption,
     JudgeConcurrencyOption,
     LLMOption,
@@ -41,9 +48,134 @@ from rubricflow.cli.shared import (
 )
 
 if TYPE_CHECKING:
-    from rubricflow.calibration import CalibrationReport, CriterionAgreement, Estimate
+    from rubricflow.application import Application
+    from rubricflow.calibration import (
+        CalibrationReport,
+        CriterionAgreement,
+        Estimate,
+        LabelledExample,
+    )
+    from rubricflow.calibration.propose import Proposal
+    from rubricflow.calibration.reliability import ReliabilityPoint
+    from rubricflow.model import Rubric
+    from rubricflow.plugins import PluginRegistry
 
 __all__ = ["calibrate_command"]
+
+
+@dataclass
+class _Outcome:
+    """What one calibrate run found: the report or the proposal, and from the store the
+    reliability over time and whether the draft was registered."""
+
+    report: CalibrationReport | None = None
+    proposal: Proposal | None = None
+    registered: bool = False
+    reliability: list[ReliabilityPoint] | None = None
+    sources: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Job:
+    """One calibrate run's inputs, ready to run with or without a store."""
+
+    rubric: Rubric
+    examples: list[LabelledExample]
+    judge: Any
+    plugins: PluginRegistry
+    options: dict[str, Any]
+    windows: dict[str, Any]
+    propose: bool
+    register: bool
+    period: Literal["day", "week", "month"]
+    proposal_settings: dict[str, Any]
+    report_settings: dict[str, Any]
+
+    async def run(self, application: Application | None) -> _Outcome:
+        from rubricflow.calibration import CalibrationError
+
+        rubric = self.rubric
+        outcome = _Outcome(sources={"file": len(self.examples), "store": 0})
+        stored: list[LabelledExample] = []
+        if application is not None:
+            stored = await application.labelled_examples(rubric)
+            outcome.sources["store"] = len(stored)
+            outcome.reliability = await application.judge_reliability(rubric.id, period=self.period)
+        labelled = [*self.examples, *stored]
+        if not labelled:
+            raise CalibrationError(
+                f"no labelled examples: the store holds no person's decision on rubric "
+                f"{rubric.id!r}; give a LABELS file, or decide some of its artifacts first"
+            )
+        if self.propose:
+            await self._propose(application, labelled, outcome)
+            return outcome
+        from rubricflow.calibration import calibrate
+
+        outcome.report = await calibrate(
+            rubric,
+            labelled,
+            plugins=self.plugins,
+            options=self.options,
+            **self.report_settings,
+            **self.windows,
+        )
+        return outcome
+
+    async def _propose(
+        self, application: Application | None, labelled: list[LabelledExample], outcome: _Outcome
+    ) -> None:
+        settings = {**self.proposal_settings, "options": self.options, **self.windows}
+        if application is None:
+            from rubricflow.calibration.propose import propose_revision
+
+            outcome.proposal = await propose_revision(
+                self.rubric, labelled, llm=self.judge, plugins=self.plugins, **settings
+            )
+            return
+        outcome.proposal, registered = await application.propose_rubric_revision(
+            self.rubric,
+            llm=self.judge,
+            examples=labelled,
+            from_store=False,
+            register=self.register,
+            **settings,
+        )
+        outcome.registered = registered is not None
+
+
+def _check_modes(
+    labels: Path | None,
+    db: str | None,
+    propose: bool,
+    output: Path | None,
+    register: bool,
+    confidence: float,
+) -> None:
+    if not 0.0 < confidence < 1.0:
+        fail(f"--confidence must be between 0 and 1 (exclusive), got {confidence:g}")
+    if labels is None and db is None:
+        fail(
+            "give LABELS (a JSONL file of labelled examples), --db (people's decisions in "
+            "a store), or both"
+        )
+    if propose and output is None:
+        fail("--propose writes the draft rubric: give -o DRAFT.yaml")
+    if output is not None and not propose:
+        fail("-o/--output is the draft of --propose; add --propose")
+    if register and not (propose and db is not None):
+        fail("--register puts the draft in a store: give --propose and --db")
+
+
+async def _in_store(
+    db: str | None, work: Callable[[Application | None], Awaitable[_Outcome]]
+) -> _Outcome:
+    if db is None:
+        return await work(None)
+    from rubricflow.application import Application
+
+    async with await Application.open(db) as application:
+        return await work(application)
 
 
 def calibrate_command(
@@ -51,12 +183,14 @@ def calibrate_command(
         Path, typer.Argument(metavar="RUBRIC", help="Rubric file (any format).")
     ],
     labels: Annotated[
-        Path,
+        Path | None,
         typer.Argument(
-            metavar="LABELS",
-            help='JSONL file: one target per line plus "labels": {criterion-id: label}.',
+            metavar="[LABELS]",
+            help='JSONL file: one target per line plus "labels": {criterion-id: label} '
+            "(optional with --db).",
+            show_default=False,
         ),
-    ],
+    ] = None,
     llm: LLMOption = None,
     no_cache: NoCacheOption = False,
     samples: SamplesOption = None,
@@ -78,6 +212,42 @@ def calibrate_command(
             help="Exit 1 when any criterion's Cohen's kappa is below this (a CI gate).",
         ),
     ] = None,
+    db: DbOption = None,
+    propose: Annotated[
+        bool,
+        typer.Option(
+            "--propose",
+            help="Draft the rubric's next version from the disagreements (few-shot examples, "
+            "clearer descriptions) and measure it by cross-validation.",
+        ),
+    ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="With --propose: write the draft rubric here."),
+    ] = None,
+    register: Annotated[
+        bool,
+        typer.Option(
+            "--register",
+            help="With --propose and --db: register the draft, only when its held-out kappa "
+            "improved beyond the interval of the difference.",
+        ),
+    ] = False,
+    folds: Annotated[
+        int, typer.Option("--folds", min=2, help="With --propose: cross-validation folds.")
+    ] = 5,
+    examples_per_criterion: Annotated[
+        int,
+        typer.Option(
+            "--examples-per-criterion",
+            min=0,
+            help="With --propose: few-shot examples added to each criterion at most.",
+        ),
+    ] = 4,
+    period: Annotated[
+        str,
+        typer.Option("--period", help="With --db: the judge's reliability per day, week or month."),
+    ] = "week",
     concurrency: ConcurrencyOption = None,
     judge_concurrency: JudgeConcurrencyOption = None,
     targets_in_flight: Annotated[
@@ -93,22 +263,26 @@ def calibrate_command(
     format: FormatOption = None,
     rubric_id: RubricIdOption = None,
 ) -> None:
-    """Measure how well the judge agrees with human labels, per criterion and overall.
+    """Measure how well the judge agrees with human labels, per criterion and overall;
+    with --propose, draft the rubric's next version from the disagreements.
 
     Exit 0 when done, 1 when --min-kappa is given and a criterion's kappa is below it,
     2 on usage or input errors.
     """
     import asyncio
 
-    from rubricflow.calibration import calibrate, read_labels
+    from rubricflow.calibration import read_labels
 
-    if not 0.0 < confidence < 1.0:
-        fail(f"--confidence must be between 0 and 1 (exclusive), got {confidence:g}")
+    _check_modes(labels, db, propose, output, register, confidence)
+    if period not in ("day", "week", "month"):
+        fail(f"--period is day, week or month, got {period!r}")
     plugins = plugin_manager()
     rubric, _source_format = pick_rubric(rubric_path, format, rubric_id, plugins)
     refuse_unregistered_imports(rubric, plugins, allow_import)
-    with user_errors():
-        examples = read_labels(labels, rubric)
+    examples: list[LabelledExample] = []
+    if labels is not None:
+        with user_errors():
+            examples = read_labels(labels, rubric)
     judge = judge_session(
         rubric,
         plugins,
@@ -119,26 +293,51 @@ def calibrate_command(
         judge_concurrency=judge_concurrency,
     )
     concurrency, in_flight = sized_windows(concurrency, targets_in_flight, rubric, plugins, judge)
+    options: dict[str, Any] = {"llm": judge, "samples": samples}
+    windows: dict[str, Any] = {
+        "concurrency": concurrency,
+        "target_concurrency": in_flight,
+        "allow_import": allow_import,
+    }
+    every: Literal["day", "week", "month"] = period  # type: ignore[assignment]
+    job = _Job(
+        rubric=rubric,
+        examples=examples,
+        judge=judge,
+        plugins=plugins,
+        options=options,
+        windows=windows,
+        propose=propose,
+        register=register,
+        period=every,
+        proposal_settings={
+            "folds": folds,
+            "per_criterion": examples_per_criterion,
+            "resamples": resamples,
+            "seed": seed,
+            "confidence": confidence,
+        },
+        report_settings={"bootstrap": resamples, "seed": seed, "confidence": confidence},
+    )
 
-    async def run() -> CalibrationReport:
+    async def run() -> _Outcome:
         try:
-            return await calibrate(
-                rubric,
-                examples,
-                plugins=plugins,
-                options={"llm": judge, "samples": samples},
-                bootstrap=resamples,
-                seed=seed,
-                confidence=confidence,
-                concurrency=concurrency,
-                target_concurrency=in_flight,
-                allow_import=allow_import,
-            )
+            return await _in_store(db, job.run)
         finally:
             await judge.aclose()
 
     with user_errors():
-        report = asyncio.run(run())
+        outcome = asyncio.run(run())
+    if outcome.proposal is not None:
+        assert output is not None
+        _finish_proposal(outcome, output, register, as_json)
+        raise typer.Exit(EXIT_OK)
+    raise typer.Exit(_finish_report(outcome, min_kappa, as_json, period))
+
+
+def _finish_report(outcome: _Outcome, min_kappa: float | None, as_json: bool, period: str) -> int:
+    report = outcome.report
+    assert report is not None
     below = report.kappa_below(min_kappa) if min_kappa is not None else []
     if as_json:
         payload = report.to_dict()
@@ -149,12 +348,104 @@ def calibrate_command(
                 "below": below,
                 "unchecked": report.kappa_undefined(),
             }
+        if outcome.reliability is not None:
+            payload["labels_from"] = outcome.sources
+            payload["reliability"] = [point.to_dict() for point in outcome.reliability]
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
         _print_report(report)
+        if outcome.reliability is not None:
+            _print_reliability(outcome.reliability, period)
         if min_kappa is not None:
             _print_gate(report, min_kappa, below)
-    raise typer.Exit(EXIT_FAILED if below else EXIT_OK)
+    return EXIT_FAILED if below else EXIT_OK
+
+
+def _finish_proposal(outcome: _Outcome, output: Path, register: bool, as_json: bool) -> None:
+    from rubricflow.formats.native import dump_rubric
+
+    proposal = outcome.proposal
+    assert proposal is not None
+    with user_errors():
+        try:
+            output.write_text(dump_rubric(proposal.draft), encoding="utf-8")
+        except OSError as error:
+            fail(f"{output}: cannot write the draft: {error.strerror or error}")
+    if as_json:
+        payload = proposal.to_dict()
+        payload["draft_file"] = str(output)
+        payload["registered"] = outcome.registered
+        payload["labels_from"] = outcome.sources
+        if outcome.reliability is not None:
+            payload["reliability"] = [point.to_dict() for point in outcome.reliability]
+        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        return
+    _print_proposal(proposal, output)
+    if register:
+        if outcome.registered:
+            out.print(
+                f"[green]registered[/green] {escape(proposal.rubric_id)}@"
+                f"{escape(proposal.draft.version)}: it improved beyond the interval"
+            )
+        else:
+            out.print("[yellow]not registered[/yellow]: " + escape(proposal.verdict()))
+    if outcome.reliability is not None:
+        _print_reliability(outcome.reliability, None)
+
+
+def _print_proposal(proposal: Proposal, output: Path) -> None:
+    out.print(
+        f"[bold]Draft[/bold] {escape(proposal.rubric_id)}@{escape(proposal.draft.version)} "
+        f"(from {escape(proposal.from_version)}) written to {escape(str(output))}; "
+        f"{proposal.examples} labelled example(s), {proposal.folds}-fold cross-validation"
+    )
+    level = f"{proposal.confidence:.0%}"
+    grid = table(
+        "criterion",
+        "disagreements",
+        "examples added",
+        "clarified",
+        f"kappa now [{level} CI]",
+        f"kappa draft, held out [{level} CI]",
+    )
+    for change in proposal.criteria:
+        clarified = ", ".join(
+            (["description"] if change.description_changed else [])
+            + [f"level {level_id}" for level_id in change.levels_changed]
+        )
+        grid.add_row(
+            escape(change.criterion_id),
+            f"{change.disagreements} of {change.labelled}",
+            str(change.examples_added),
+            escape(clarified or change.note or "-"),
+            _figure(change.baseline_kappa),
+            _figure(change.draft_kappa),
+        )
+    grid.add_section()
+    grid.add_row(
+        "[bold]overall[/bold]\n(pooled)", "", "", "",
+        _figure(proposal.baseline), _figure(proposal.held_out),
+    )  # fmt: skip
+    out.print(grid)
+    out.print(escape(proposal.verdict()))
+
+
+def _print_reliability(points: list[ReliabilityPoint], period: str | None) -> None:
+    if not points:
+        out.print("Judge reliability over time: no person's decision on this rubric yet.")
+        return
+    grid = table("criterion", "period from", "labels", "agreement", "kappa")
+    for point in points:
+        grid.add_row(
+            escape(point.criterion_id),
+            point.period,
+            str(point.n),
+            f"{point.agreement:.1%}",
+            "n/a" if point.kappa is None else f"{point.kappa:.3f}",
+        )
+    per = f", per {period}" if period else ""
+    out.print(f"Judge reliability over time (people's decisions in the store{per}):")
+    out.print(grid)
 
 
 def _figure(estimate: Estimate | None, confidence: bool = True) -> str:

@@ -32,6 +32,7 @@ from rubricflow.store.artifact_models import SYSTEM_ACTOR
 from rubricflow.store.database import Database
 from rubricflow.store.tables import (
     ArtifactEventRow,
+    ArtifactRevisionRow,
     ArtifactRow,
     CriterionResultRow,
     EvaluationRow,
@@ -41,6 +42,7 @@ from rubricflow.store.tables import (
 __all__ = [
     "DECISION_TRIGGERS",
     "CriterionCount",
+    "CriterionLabel",
     "Disagreement",
     "DisagreementPage",
     "JudgeLabels",
@@ -55,6 +57,7 @@ _evaluations = EvaluationRow.__table__  # type: ignore[attr-defined]
 _criteria = CriterionResultRow.__table__  # type: ignore[attr-defined]
 _corrections = JudgeCorrectionRow.__table__  # type: ignore[attr-defined]
 _artifacts = ArtifactRow.__table__  # type: ignore[attr-defined]
+_revisions = ArtifactRevisionRow.__table__  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,23 @@ class CriterionCount:
     judge_passed: bool
     human_passed: bool
     count: int
+
+
+@dataclass(frozen=True)
+class CriterionLabel:
+    """One person's label of one criterion: what the judge decided (`judge_passed`) and
+    what the person holds (`human_passed`), when, and on which content (`content` is
+    None unless asked for)."""
+
+    artifact_id: str
+    revision: int
+    evaluation_id: str
+    rubric_version: str
+    decided_at: datetime
+    criterion_id: str
+    judge_passed: bool
+    human_passed: bool
+    content: str | None = None
 
 
 @dataclass(frozen=True)
@@ -274,6 +294,64 @@ class JudgeLabels:
                 count=int(r.n),
             )
             for r in rows
+        ]
+
+    async def criterion_labels(
+        self, rubric_id: str, *, with_content: bool = False, limit: int = 100_000
+    ) -> list[CriterionLabel]:
+        """Every criterion label of decisions on `rubric_id`, oldest first (at most
+        `limit`, the newest kept), with the decided revision's content if asked."""
+        decided = _decided(rubric_id)
+        d, c, k, r = decided.c, _criteria.c, _corrections.c, _revisions.c
+        flipped = (
+            sa.select(sa.literal(1))
+            .where(
+                k.artifact_id == d.artifact_id,
+                k.event_seq == d.seq,
+                k.evaluation_id == d.evaluation_id,
+                k.criterion_id == c.criterion_id,
+            )
+            .exists()
+        )
+        columns: list[sa.ColumnElement[object]] = [
+            d.artifact_id,
+            d.revision,
+            d.evaluation_id,
+            d.rubric_version,
+            d.decided_at,
+            d.event_id,
+            c.criterion_id,
+            c.passed,
+            sa.case((flipped, 1), else_=0).label("wrong"),
+        ]
+        joined = decided.join(_criteria, c.evaluation_id == d.evaluation_id)
+        if with_content:
+            columns.append(r.content)
+            joined = joined.join(
+                _revisions, sa.and_(r.artifact_id == d.artifact_id, r.revision == d.revision)
+            )
+        query = (
+            sa.select(*columns)
+            .select_from(joined)
+            .where(c.status == "scored", c.passed.is_not(None))
+            .order_by(d.event_id.desc(), c.criterion_id)
+            .limit(limit)
+        )
+        async with self.database.read() as connection:
+            rows = (await connection.execute(query)).all()
+        return [
+            CriterionLabel(
+                artifact_id=row.artifact_id,
+                revision=int(row.revision),
+                evaluation_id=row.evaluation_id,
+                rubric_version=row.rubric_version,
+                decided_at=as_utc(row.decided_at),
+                criterion_id=row.criterion_id,
+                judge_passed=bool(row.passed),
+                human_passed=bool(row.passed) != bool(row.wrong),
+                content=row.content if with_content else None,
+            )
+            for row in reversed(rows)
         ]
 
     async def disagreements(
