@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -66,6 +66,26 @@ def _from_wire(run: RunOut) -> tuple[RunInfo, RunSummary]:
     return info, summary
 
 
+def _interval(figures: dict[str, Any]) -> str:
+    low, high = max(0.0, figures["low"]), min(1.0, figures["high"])
+    return f"{figures['estimate']:.1%} [{figures['confidence']:.0%} CI {low:.1%}, {high:.1%}]"
+
+
+def _print_estimate(estimate: dict[str, Any]) -> None:
+    """The naive and the corrected pass rate (intervals shown clipped to 0..100%)."""
+    out.print(f"pass rate, the judge's verdicts: {_interval(estimate['naive'])}")
+    if estimate["corrected"] is None:
+        out.print(
+            f"pass rate corrected with people's labels: n/a ({estimate['labelled']} label(s); "
+            "it needs at least 2)"
+        )
+        return
+    out.print(
+        f"pass rate corrected with {estimate['labelled']} people's label(s): "
+        f"{_interval(estimate['corrected'])}"
+    )
+
+
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1%}"
 
@@ -115,19 +135,23 @@ def show_run(
     token: TokenOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """One run: its options, verdict counts, scores, per-criterion pass rates, LLM usage."""
+    """One run: its options, verdict counts, scores, per-criterion pass rates, LLM usage,
+    and, when people labelled its rubric, the naive and the corrected pass rate."""
     from rubricflow.runs import summarize
 
-    async def work(app: Application) -> tuple[RunInfo, RunSummary]:
+    async def work(app: Application) -> tuple[RunInfo, RunSummary, dict[str, Any] | None]:
         run = await app.run(run_id)
-        return run.info, summarize(run.evaluations)
+        estimate = await app.run_pass_rate_estimate(run)
+        return run.info, summarize(run.evaluations), estimate.to_dict() if estimate else None
 
-    async def remote(client: AsyncClient) -> tuple[RunInfo, RunSummary]:
-        return _from_wire(await client.get_run(run_id))
+    async def remote(client: AsyncClient) -> tuple[RunInfo, RunSummary, dict[str, Any] | None]:
+        found = await client.get_run(run_id)
+        estimate = found.pass_rate_estimate
+        return *_from_wire(found), estimate.model_dump(mode="json") if estimate else None
 
-    info, summary = run_on(db, server, token, local=work, remote=remote)
+    info, summary, estimate = run_on(db, server, token, local=work, remote=remote)
     if as_json:
-        print_json({**info.to_dict(), "summary": summary.to_dict()})
+        print_json({**info.to_dict(), "summary": summary.to_dict(), "pass_rate_estimate": estimate})
         return
     out.print(
         f"[bold]{escape(info.id)}[/bold] {escape(info.rubric_id)}@{escape(info.rubric_version)} "
@@ -147,6 +171,8 @@ def show_run(
             str(criterion.unscored),
         )
     out.print(rows_table)
+    if estimate is not None:
+        _print_estimate(estimate)
     if summary.llm_calls or summary.cache_hits:
         usage = {
             "llm_calls": summary.llm_calls,

@@ -19,11 +19,19 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from rubricflow.calibration.estimates import PassRateEstimate, RateInterval
 from rubricflow.llm.base import redact
 from rubricflow.results import CriterionResult, Evaluation
 from rubricflow.runs import HISTOGRAM_BINS, RunData, RunSummary, summarize
 
-__all__ = ["format_cost", "format_rate", "render_report", "report_data", "write_report"]
+__all__ = [
+    "estimate_view",
+    "format_cost",
+    "format_rate",
+    "render_report",
+    "report_data",
+    "write_report",
+]
 
 # the histogram's drawing box (SVG user units)
 CHART_WIDTH, CHART_HEIGHT, CHART_TOP, CHART_BOTTOM = 600, 240, 24, 40
@@ -204,8 +212,31 @@ def report_data(run: RunData) -> dict[str, Any]:
     }
 
 
-def render_report(run: RunData, *, title: str | None = None) -> str:
-    """The run as one self-contained HTML page (see the module docstring)."""
+def _interval_text(interval: RateInterval) -> str:
+    low, high = max(0.0, interval.low), min(1.0, interval.high)
+    return f"{interval.confidence:.0%} CI {format_rate(low)} to {format_rate(high)}"
+
+
+def estimate_view(estimate: PassRateEstimate | None) -> dict[str, Any] | None:
+    """The naive and the corrected pass rate as the report and the dashboard show them
+    (intervals clipped to 0..100% for display; the JSON keeps them as computed)."""
+    if estimate is None:
+        return None
+    corrected = estimate.corrected
+    return {
+        "labelled": estimate.labelled,
+        "naive": format_rate(estimate.naive.estimate),
+        "naive_ci": _interval_text(estimate.naive),
+        "corrected": None if corrected is None else format_rate(corrected.estimate),
+        "corrected_ci": None if corrected is None else _interval_text(corrected),
+    }
+
+
+def render_report(
+    run: RunData, *, title: str | None = None, estimate: PassRateEstimate | None = None
+) -> str:
+    """The run as one self-contained HTML page (see the module docstring); with the pass
+    rate corrected with people's labels when `estimate` is given."""
     environment = _environment()
     data = report_data(run)
     summary, targets = data["summary"], data["targets"]
@@ -225,6 +256,7 @@ def render_report(run: RunData, *, title: str | None = None) -> str:
         # credentials: the header shows which judge, never its secret
         options=sorted((str(k), redact(str(v))) for k, v in info.options.items()),
         summary=summary,
+        estimate=estimate_view(estimate),
         counts=data["counts"],
         histogram=data["histogram"],
         criteria=data["criteria"],
@@ -236,9 +268,15 @@ def render_report(run: RunData, *, title: str | None = None) -> str:
     )
 
 
-def write_report(run: RunData, path: str | Path, *, title: str | None = None) -> Path:
+def write_report(
+    run: RunData,
+    path: str | Path,
+    *,
+    title: str | None = None,
+    estimate: PassRateEstimate | None = None,
+) -> Path:
     """Write the run's report to `path` (parent folders are created); returns the path."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_report(run, title=title), encoding="utf-8")
+    target.write_text(render_report(run, title=title, estimate=estimate), encoding="utf-8")
     return target

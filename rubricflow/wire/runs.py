@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from rubricflow.results import Evaluation
+from rubricflow.wire.trust import PassRateEstimateOut
 
 if TYPE_CHECKING:
     from rubricflow.compare import RunComparison
@@ -86,6 +87,11 @@ class RunSummaryOut(BaseModel):
 
 class RunOut(RunInfoOut):
     summary: RunSummaryOut
+    pass_rate_estimate: PassRateEstimateOut | None = Field(
+        default=None,
+        description="The naive pass rate and the one corrected with people's decisions on "
+        "the run's rubric, each with a 95% CI; null when nobody labelled the rubric",
+    )
 
 
 class RunList(BaseModel):

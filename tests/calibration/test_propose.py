@@ -176,3 +176,41 @@ def test_cli_keeps_a_draft_that_does_not_improve_out_of_the_registry(
     assert result.exit_code == 0, result.output
     assert "not registered" in result.output and "not an improvement" in result.output
     assert draft.exists()  # the draft is written for people to read either way
+
+
+def test_the_api_proposes_and_registers_with_the_server_s_judge(
+    tmp_path: Path, learning_judge: ScriptedServer
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from rubricflow.server import ServerSettings, create_app
+
+    db = f"sqlite+aiosqlite:///{tmp_path / 'rf.db'}"
+    settings = ServerSettings(
+        db=db,
+        auth=False,
+        review_workers=0,
+        webhooks=False,
+        access_log=False,
+        judge=spec(learning_judge),
+    )
+    with TestClient(create_app(settings)) as client:
+        assert client.post("/v1/rubrics", json={"document": RUBRIC}).status_code == 201
+        answer = client.post(
+            "/v1/rubrics/replies/proposals",
+            json={"examples": examples(), "register": True, "resamples": 200},
+        )
+        assert answer.status_code == 200, answer.text
+        found = answer.json()
+        assert found["registered"] is True and found["proposal"]["improved"] is True
+        assert found["draft"]["version"] == "1.3.0"
+        assert client.get("/v1/rubrics/replies").json()["version"] == "1.3.0"
+        bad = client.post(
+            "/v1/rubrics/replies/proposals",
+            json={"examples": [{"content": "x", "labels": {"tone": "MET"}}]},
+        )
+        assert bad.status_code == 422 and "no criterion 'tone'" in bad.json()["detail"]
+    without = ServerSettings(db=db, auth=False, review_workers=0, webhooks=False)
+    with TestClient(create_app(without)) as client:
+        refused = client.post("/v1/rubrics/replies/proposals", json={})
+        assert refused.status_code == 422 and "no judge" in refused.json()["detail"]

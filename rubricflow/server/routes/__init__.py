@@ -20,6 +20,7 @@ def routers() -> list[APIRouter]:
         rubrics,
         runs,
         tokens,
+        trust,
         types,
         webhooks,
     )
@@ -33,6 +34,7 @@ def routers() -> list[APIRouter]:
         artifacts.router,
         webhooks.router,
         live.router,
+        trust.router,  # before rubrics': its /{reference:path} would take these paths
         rubrics.router,
         runs.router,
         evaluate.router,

@@ -30,6 +30,7 @@ from rubricflow.wire.runs import (
     RunOut,
     RunSummaryOut,
 )
+from rubricflow.wire.trust import PassRateEstimateOut
 
 __all__ = ["router"]
 
@@ -126,7 +127,12 @@ async def run_evaluations(
 async def get_run(run_id: IdPath, principal: Reviewer, application: AppDep) -> RunOut:
     run = await application.run(run_id)
     summary = RunSummaryOut.of(summarize(run.evaluations))
-    return RunOut(**RunInfoOut.of(run.info).model_dump(), summary=summary)
+    estimate = await application.run_pass_rate_estimate(run)
+    return RunOut(
+        **RunInfoOut.of(run.info).model_dump(),
+        summary=summary,
+        pass_rate_estimate=None if estimate is None else PassRateEstimateOut.of(estimate),
+    )
 
 
 @router.get(

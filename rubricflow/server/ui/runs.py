@@ -17,7 +17,7 @@ from markupsafe import Markup
 
 from rubricflow.application import Application
 from rubricflow.compare import RunComparison
-from rubricflow.report.html import report_data
+from rubricflow.report.html import estimate_view, report_data
 from rubricflow.runs import RunData
 from rubricflow.server.ui.access import ReviewerViewer
 from rubricflow.server.ui.security import UiRoute
@@ -92,10 +92,12 @@ def _plots(data: dict[str, Any], run_id: str) -> dict[str, Markup]:
     }
 
 
-def _run_view(run: RunData) -> dict[str, Any]:
+async def _run_view(application: Application, run: RunData) -> dict[str, Any]:
     data = report_data(run)
+    estimate = await application.run_pass_rate_estimate(run)
     return {
         "info": run.info,
+        "estimate": estimate_view(estimate),
         "running": run.info.status == "running",
         "poll_seconds": POLL_SECONDS,
         **data,
@@ -174,7 +176,7 @@ async def run_page(
 ) -> Response:
     application: Application = request.app.state.application
     run = await application.run(run_id)
-    view = _run_view(run)
+    view = await _run_view(application, run)
     verdict = verdict if verdict in VERDICTS else ""
     criteria_ids = [c["id"] for c in view["criteria"]]
     criterion = criterion if criterion in criteria_ids else ""
@@ -207,5 +209,5 @@ async def run_page(
 @router.get("/runs/{run_id}/live", summary="A run's figures (htmx, while it runs)")
 async def run_live(request: Request, viewer: ReviewerViewer, run_id: _RunId) -> Response:
     application: Application = request.app.state.application
-    view = _run_view(await application.run(run_id))
+    view = await _run_view(application, await application.run(run_id))
     return render(request, "run_live.html", view)
