@@ -29,7 +29,6 @@ from rubricflow.cli.shared import (
     EXIT_OK,
     AllowImportOption,
     ConcurrencyOption,
-    DbOption,
     FormatOption,
     JudgeConcurrencyOption,
     LLMOption,
@@ -212,7 +211,15 @@ def calibrate_command(
             help="Exit 1 when any criterion's Cohen's kappa is below this (a CI gate).",
         ),
     ] = None,
-    db: DbOption = None,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            help="A store (URL or SQLite file): people's decisions on the rubric there are "
+            "labels too, and the judge's reliability over time is shown; --register puts the "
+            "draft there.",
+        ),
+    ] = None,
     propose: Annotated[
         bool,
         typer.Option(
