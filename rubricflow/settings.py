@@ -503,6 +503,14 @@ class Settings:
         "the judge's price, for the cost in reports",
         shown="none",
     )
+    llm_logprobs: bool | None = _var(
+        "RUBRICFLOW_LLM_LOGPROBS",
+        "bool",
+        None,
+        "ask OpenAI-compatible judges for token log-probabilities (a single answer's "
+        "confidence)",
+        shown="0",
+    )
     local_model: str | None = _var(
         "RUBRICFLOW_LOCAL_MODEL",
         "text",

@@ -195,6 +195,9 @@ class ProviderSettings:
     reasoning_max_chars: int | None = None
     reask: int = 1
     price: Price | None = None
+    logprobs: bool = False
+    """Ask for the answer's token log-probabilities (OpenAI-compatible servers), from which
+    a single answer's confidence is read (`rubricflow.llm.logprobs`)."""
 
     def __post_init__(self) -> None:
         checks: list[tuple[str, bool]] = [
@@ -227,7 +230,7 @@ class ProviderSettings:
     def from_env(cls, base: ProviderSettings | None = None) -> ProviderSettings:
         """`base` (or the defaults) with the `llm_*` settings that are set applied
         (`rubricflow.settings.current()`: RUBRICFLOW_LLM_TIMEOUT, DEADLINE, MAX_ATTEMPTS,
-        CONCURRENCY, RPM, MAX_TOKENS, PRICE)."""
+        CONCURRENCY, RPM, MAX_TOKENS, PRICE, LOGPROBS)."""
         given = current_settings()
         changes: dict[str, Any] = {
             "timeout": given.llm_timeout,
@@ -237,6 +240,7 @@ class ProviderSettings:
             "rpm": given.llm_rpm,
             "max_tokens": given.llm_max_tokens,
             "price": Price.parse(given.llm_price) if given.llm_price else None,
+            "logprobs": given.llm_logprobs,
         }
         return replace(base or cls(), **{k: v for k, v in changes.items() if v is not None})
 
@@ -270,6 +274,8 @@ class ProviderResponse:
     input_tokens: int | None = None
     output_tokens: int | None = None
     structured: bool = False
+    logprobs: tuple[tuple[str, float], ...] | None = None
+    """The answer's tokens with their log-probabilities, when the provider gave them."""
 
 
 @dataclass

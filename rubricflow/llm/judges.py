@@ -36,8 +36,19 @@ from rubricflow.llm.answers import (
     reject_placeholders,
     validate_answer,
 )
+from rubricflow.llm.ballots import (
+    Tally,
+    Vote,
+    ask_all,
+    calls_of,
+    majority,
+    mean,
+    sample_confidence,
+    tally,
+)
 from rubricflow.llm.base import redact
 from rubricflow.llm.contracts import VERDICT_SCHEMA, level_schema, oneshot_schema, score_schema
+from rubricflow.llm.panel_verdict import decide_panel
 from rubricflow.llm.prompts import (
     PromptError,
     build_prompt,
@@ -165,84 +176,6 @@ def _with(result: CriterionResult, **update: Any) -> CriterionResult:
     return result.model_copy(update=update)
 
 
-@dataclass
-class _Vote:
-    value: Any
-    reasoning: str
-
-
-@dataclass
-class _Tally:
-    votes: list[_Vote]
-    abstained: list[str]
-
-    @property
-    def total(self) -> int:
-        return len(self.votes) + len(self.abstained)
-
-    def abstention_note(self) -> str | None:
-        if not self.abstained:
-            return None
-        count = len(self.abstained)
-        return (
-            f"{count} of {self.total} samples gave no usable answer and abstained "
-            f"({self.abstained[0]})"
-        )
-
-
-def _majority(tally: _Tally, shown: Callable[[Any], str]) -> tuple[Any, _Vote, list[str]] | str:
-    """(winner, a vote for it, evidence) or the reason there is no majority."""
-    counts = Counter(vote.value for vote in tally.votes)
-    ranked = counts.most_common()
-    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
-        split = ", ".join(f"{shown(value)} {count}" for value, count in ranked)
-        return f"the {len(tally.votes)} usable samples split evenly ({split}); no majority"
-    winner, count = ranked[0]
-    representative = next(vote for vote in tally.votes if vote.value == winner)
-    evidence = []
-    if tally.total > 1:
-        split = ", ".join(f"{shown(value)} {n}" for value, n in ranked)
-        evidence.append(
-            f"samples: {count} of {len(tally.votes)} usable answers agree on {shown(winner)} "
-            f"(agreement {count / len(tally.votes):.0%}; {split})"
-        )
-    return winner, representative, evidence
-
-
-def _mean(tally: _Tally) -> tuple[Fraction, _Vote, list[str]]:
-    """The exact mean of the samples' scores (8.6, 8.7 and 8.8 have the mean 8.7)."""
-    values = [exact_number(vote.value) for vote in tally.votes]
-    mean = sum(values, Fraction(0)) / len(values)
-    representative = min(tally.votes, key=lambda vote: abs(exact_number(vote.value) - mean))
-    evidence = []
-    if tally.total > 1:
-        spread = max(values) - min(values)
-        shown = ", ".join(f"{float(value):g}" for value in values)
-        evidence.append(
-            f"samples: scores {shown}; mean {float(mean):.4g}, spread {float(spread):g} "
-            f"({len(values)} of {tally.total} usable)"
-        )
-    return mean, representative, evidence
-
-
-def _tally(answers: Sequence[Answer], pick: Callable[[Any], _Vote | str]) -> _Tally:
-    tally = _Tally([], [])
-    for answer in answers:
-        if answer.value is None:
-            tally.abstained.append(answer.error or "no answer")
-            continue
-        picked = pick(answer.value)
-        if isinstance(picked, str):
-            tally.abstained.append(picked)
-        else:
-            tally.votes.append(picked)
-    return tally
-
-
-def _calls(answers: Sequence[Answer]) -> list[LLMCall]:
-    return [call for answer in answers for call in answer.calls]
-
-
 def _judge_note(session: LLMSession) -> str:
     try:
         return f"judged by {session.provider_now().label}"
@@ -251,19 +184,6 @@ def _judge_note(session: LLMSession) -> str:
 
 
 # -- asking -------------------------------------------------------------------------
-
-
-async def _ask_samples(
-    session: LLMSession, question: Question, samples: int, temperature: float | None
-) -> list[Answer]:
-    from dataclasses import replace
-
-    questions = [
-        replace(question, sample=index, temperature=temperature) for index in range(samples)
-    ]
-    if len(questions) == 1:  # the usual case: no task to gather
-        return [await session.ask(questions[0])]
-    return list(await asyncio.gather(*(session.ask(q) for q in questions)))
 
 
 def _json_reader(
@@ -322,9 +242,12 @@ async def judge_verdict(
         max_tokens=max_tokens,
         about=question_about(context.rubric, target, (criterion.id,), template_identity("verdict")),
     )
-    answers = await _ask_samples(session, question, samples, temperature)
-    tally = _tally(answers, lambda value: _Vote(value["verdict"], value["reasoning"]))
-    return _decide(criterion, context, scorer, session, tally, _calls(answers), kind="verdict")
+    ballots = await ask_all(session, question, samples, temperature)
+    tallies = [
+        tally(ballot, lambda value: Vote(value["verdict"], value["reasoning"]), key="verdict")
+        for ballot in ballots
+    ]
+    return _decide(criterion, context, scorer, session, tallies, calls_of(ballots), kind="verdict")
 
 
 def _decide(
@@ -332,7 +255,71 @@ def _decide(
     context: ScoringContext,
     scorer: str,
     session: LLMSession,
-    tally: _Tally,
+    tallies: Sequence[Tally],
+    calls: Sequence[LLMCall],
+    *,
+    kind: str,
+    extra_notes: Sequence[str] = (),
+    to_unit: Callable[[Fraction], Fraction] | None = None,
+) -> CriterionResult:
+    panel = session.panel
+    if panel is not None:
+        notes = [_judge_note(session), *extra_notes]
+        return decide_panel(
+            criterion,
+            context,
+            scorer,
+            panel.policy,
+            tallies,
+            calls,
+            kind=kind,
+            notes=notes,
+            to_unit=to_unit,
+        )
+    return _decide_one(
+        criterion,
+        context,
+        scorer,
+        session,
+        tallies[0],
+        calls,
+        kind=kind,
+        extra_notes=extra_notes,
+        to_unit=to_unit,
+    )
+
+
+def _confidence(
+    tally: Tally,
+    vote: Vote,
+    decided: Any,
+    to_unit: Callable[[Fraction], Fraction] | None,
+) -> dict[str, Any]:
+    """A single judge's confidence: its samples' agreement when it gave several, else the
+    probability its tokens gave the value (log-probabilities), else none."""
+    if tally.total > 1:
+        agreement = sample_confidence(tally, decided, _clamped(to_unit))
+        return {"confidence": float(agreement), "confidence_source": "samples"}
+    if vote.probability is not None:
+        return {"confidence": vote.probability, "confidence_source": "logprobs"}
+    return {}
+
+
+def _clamped(
+    to_unit: Callable[[Fraction], Fraction] | None,
+) -> Callable[[Fraction], Fraction] | None:
+    if to_unit is None:
+        return None
+    scale = to_unit
+    return lambda value: min(Fraction(1), max(Fraction(0), scale(value)))
+
+
+def _decide_one(
+    criterion: Criterion,
+    context: ScoringContext,
+    scorer: str,
+    session: LLMSession,
+    tally: Tally,
     calls: Sequence[LLMCall],
     *,
     kind: str,
@@ -346,19 +333,21 @@ def _decide(
         prefix = f"none of {tally.total} samples gave a usable answer: " if tally.total > 1 else ""
         return _unable(criterion, scorer, prefix + reasons, calls, notes)
     if kind in ("verdict", "level"):
-        decided = _majority(tally, lambda value: str(value))
+        decided = majority(tally, lambda value: str(value))
         if isinstance(decided, str):
             return _unable(criterion, scorer, decided, calls)
         winner, vote, evidence = decided
         value: Any = winner == "MET" if kind == "verdict" else winner
         result = result_from_value(criterion, context, scorer, value, what="the judge")
         judge_score = None
+        sure = _confidence(tally, vote, winner, None)
     else:
-        mean, vote, evidence = _mean(tally)
-        unit = to_unit(mean) if to_unit else mean
+        average, vote, evidence = mean(tally)
+        unit = to_unit(average) if to_unit else average
         unit = min(Fraction(1), max(Fraction(0), unit))
-        result = scored_result(criterion, context, scorer, unit, judge_score=mean)
-        judge_score = float(mean)
+        result = scored_result(criterion, context, scorer, unit, judge_score=average)
+        judge_score = float(average)
+        sure = _confidence(tally, vote, average, to_unit or (lambda v: v))
     if abstention:
         evidence.append(abstention)
     return _with(
@@ -370,6 +359,7 @@ def _decide(
         notes="; ".join(notes),
         llm_calls=tuple(calls),
         **({"judge_score": judge_score} if judge_score is not None else {}),
+        **sure,
     )
 
 
@@ -403,56 +393,149 @@ async def judge_oneshot(
     samples = max(s for s, _t, _m in settings)
     temperature = next((t for _s, t, _m in settings if t is not None), None)
     max_tokens = max((m for _s, _t, m in settings if m is not None), default=None)
-    ids = [c.id for c in judged]
-    system, user = build_prompt(
-        "oneshot",
-        context.rubric,
-        [criterion_view(c) for c in judged],
-        target,
-        reasoning_max_chars=_reasoning_limit(session),
-    )
-    question = Question(
-        system=system,
-        user=user,
-        schema=oneshot_schema(ids),
-        schema_name="criteria_verdicts",
-        read=_oneshot_reader(ids),
-        rubric_hash=context.rubric.content_hash,
-        criterion_ids=tuple(ids),
-        max_tokens=max_tokens or _oneshot_tokens(session, len(ids)),
-        about=question_about(context.rubric, target, ids, template_identity("oneshot")),
-    )
-    answers = await _ask_samples(session, question, samples, temperature)
-    calls = _calls(answers)
-    together = f"judged in one call with {', '.join(ids)}" if len(ids) > 1 else ""
-    for index, criterion in enumerate(judged):
-
-        def pick(value: OneshotReading, cid: str = criterion.id) -> _Vote | str:
-            entry = value["entries"].get(cid)
-            if entry is not None:
-                return _Vote(entry["verdict"], entry["reasoning"])
-            if cid in value["repeated"]:
-                return f"the one-shot answer gave criterion {cid!r} more than once"
-            return f"the one-shot answer left criterion {cid!r} out"
-
-        tally = _tally(answers, pick)
-        extra = [together] if together else []
-        unknown = sorted({u for reading in _oneshot_readings(answers) for u in reading["unknown"]})
-        if unknown:
-            extra.append(f"the answer also named unknown criteria: {', '.join(unknown)}")
-        if index > 0 and calls:
-            extra.append(f"ledger on {ids[0]}")
-        results[criterion.id] = _decide(
-            criterion,
-            context,
-            scorer,
-            session,
-            tally,
-            calls if index == 0 else [],
-            kind="verdict",
-            extra_notes=extra,
+    asking = _OneshotAsk(session, target, context, scorer, samples, temperature, max_tokens)
+    if double_pass(context) and len(judged) > 1:
+        given, reversed_ = await asyncio.gather(
+            asking.one_pass(judged), asking.one_pass(list(reversed(judged)))
         )
+        for criterion in judged:
+            results[criterion.id] = combine_passes(
+                criterion, given[criterion.id], reversed_[criterion.id]
+            )
+    else:
+        results.update(await asking.one_pass(judged))
     return [results[c.id] for c in criteria]
+
+
+def double_pass(context: ScoringContext) -> bool:
+    """Whether `llm_oneshot` asks twice, the second time in reversed criterion order: the
+    caller's `double_pass` option, else the rubric's `metadata.double_pass`."""
+    chosen = context.options.get("double_pass")
+    if chosen is None:
+        chosen = context.rubric.metadata.get("double_pass")
+    return bool(chosen)
+
+
+@dataclass(frozen=True)
+class _OneshotAsk:
+    """What asking one one-shot question needs, for one or two passes."""
+
+    session: LLMSession
+    target: Target
+    context: ScoringContext
+    scorer: str
+    samples: int
+    temperature: float | None
+    max_tokens: int | None
+
+    async def one_pass(self, judged: Sequence[Criterion]) -> dict[str, CriterionResult]:
+        """One question with `judged` in this order; the ledger on the first's result."""
+        session, context = self.session, self.context
+        ids = [c.id for c in judged]
+        system, user = build_prompt(
+            "oneshot",
+            context.rubric,
+            [criterion_view(c) for c in judged],
+            self.target,
+            reasoning_max_chars=_reasoning_limit(session),
+        )
+        question = Question(
+            system=system,
+            user=user,
+            schema=oneshot_schema(ids),
+            schema_name="criteria_verdicts",
+            read=_oneshot_reader(ids),
+            rubric_hash=context.rubric.content_hash,
+            criterion_ids=tuple(ids),
+            max_tokens=self.max_tokens or _oneshot_tokens(session, len(ids)),
+            about=question_about(context.rubric, self.target, ids, template_identity("oneshot")),
+        )
+        ballots = await ask_all(session, question, self.samples, self.temperature)
+        calls = calls_of(ballots)
+        answers = [answer for ballot in ballots for answer in ballot.answers]
+        together = f"judged in one call with {', '.join(ids)}" if len(ids) > 1 else ""
+        unknown = sorted({u for reading in _oneshot_readings(answers) for u in reading["unknown"]})
+        results: dict[str, CriterionResult] = {}
+        for index, criterion in enumerate(judged):
+            extra = [together] if together else []
+            if unknown:
+                extra.append(f"the answer also named unknown criteria: {', '.join(unknown)}")
+            if index > 0 and calls:
+                extra.append(f"ledger on {ids[0]}")
+            tallies = [
+                tally(ballot, _oneshot_pick(criterion.id), key="verdict", scope=criterion.id)
+                for ballot in ballots
+            ]
+            results[criterion.id] = _decide(
+                criterion,
+                context,
+                self.scorer,
+                session,
+                tallies,
+                calls if index == 0 else [],
+                kind="verdict",
+                extra_notes=extra,
+            )
+        return results
+
+
+def _oneshot_pick(cid: str) -> Callable[[OneshotReading], Vote | str]:
+    def pick(value: OneshotReading) -> Vote | str:
+        entry = value["entries"].get(cid)
+        if entry is not None:
+            return Vote(entry["verdict"], entry["reasoning"])
+        if cid in value["repeated"]:
+            return f"the one-shot answer gave criterion {cid!r} more than once"
+        return f"the one-shot answer left criterion {cid!r} out"
+
+    return pick
+
+
+def _problem(criterion: Criterion, result: CriterionResult) -> bool:
+    """Whether a scored verdict finds the problem: UNMET, or a penalty present (MET)."""
+    if not result.scored or result.verdict is None:
+        return False
+    return (result.verdict == "UNMET") == (criterion.weight >= 0)
+
+
+def combine_passes(
+    criterion: Criterion, given: CriterionResult, reversed_: CriterionResult
+) -> CriterionResult:
+    """The double pass's result: a positive criterion is MET only if both passes say so,
+    a penalty is present if either pass finds it; a pass without a verdict leaves the
+    criterion `unable_to_evaluate` unless the other found the problem. A flip (the passes
+    disagree) is recorded in the evidence and lowers the confidence."""
+    calls = given.llm_calls + reversed_.llm_calls
+    said = [
+        f"pass {n} ({order} order): {r.verdict or r.status}"
+        for n, order, r in ((1, "given", given), (2, "reversed", reversed_))
+    ]
+    if given.scored and reversed_.scored and given.verdict == reversed_.verdict:
+        chosen = given
+        sure = [r.confidence for r in (given, reversed_) if r.confidence is not None]
+        confidence = (min(sure), given.confidence_source) if sure else (None, None)
+        evidence = (*given.evidence, f"double pass: both passes agree ({given.verdict})")
+    else:
+        problem = next((r for r in (given, reversed_) if _problem(criterion, r)), None)
+        flip = given.scored and reversed_.scored
+        if problem is None:
+            chosen = given if not given.scored else reversed_
+            evidence = (*chosen.evidence, "double pass: " + "; ".join(said))
+            return chosen.model_copy(update={"evidence": evidence, "llm_calls": calls})
+        chosen = problem
+        kept = f"kept {problem.verdict}"
+        note = "position bias flip" if flip else "one pass gave no verdict"
+        evidence = (*chosen.evidence, f"double pass: {note}: {'; '.join(said)}; {kept}")
+        sure = [r.confidence for r in (given, reversed_) if r.confidence is not None]
+        confidence = (min(sure) / 2, chosen.confidence_source) if sure else (0.5, "double_pass")
+    return chosen.model_copy(
+        update={
+            "evidence": evidence,
+            "llm_calls": calls,
+            "confidence": confidence[0],
+            "confidence_source": confidence[1],
+        }
+    )
 
 
 def _oneshot_tokens(session: LLMSession, count: int) -> int:
@@ -562,9 +645,12 @@ async def judge_level(
         max_tokens=max_tokens,
         about=question_about(context.rubric, target, (criterion.id,), template_identity("level")),
     )
-    answers = await _ask_samples(session, question, samples, temperature)
-    tally = _tally(answers, lambda value: _Vote(value["level_id"], value["reasoning"]))
-    return _decide(criterion, context, scorer, session, tally, _calls(answers), kind="level")
+    ballots = await ask_all(session, question, samples, temperature)
+    tallies = [
+        tally(ballot, lambda value: Vote(value["level_id"], value["reasoning"]), key="level_id")
+        for ballot in ballots
+    ]
+    return _decide(criterion, context, scorer, session, tallies, calls_of(ballots), kind="level")
 
 
 @dataclass(frozen=True)
@@ -831,17 +917,24 @@ async def judge_score(
                 template_identity("holistic" if scale.mode == "holistic" else "score"),
             ),
         )
-    answers = await _ask_samples(session, question, samples, temperature)
+    ballots = await ask_all(session, question, samples, temperature)
     # a JSON number is read as the decimal it prints as (the judge's `8.7` is 87/10); a
     # tag's number is already exact
-    tally = _tally(answers, lambda value: _Vote(exact_number(value["score"]), value["reasoning"]))
+    tallies = [
+        tally(
+            ballot,
+            lambda value: Vote(exact_number(value["score"]), value["reasoning"]),
+            key="score",
+        )
+        for ballot in ballots
+    ]
     return _decide(
         criterion,
         context,
         scorer,
         session,
-        tally,
-        _calls(answers),
+        tallies,
+        calls_of(ballots),
         kind="score",
         to_unit=scale.to_unit,
     )

@@ -43,6 +43,7 @@ from rubricflow.llm.base import (
     redact,
 )
 from rubricflow.llm.cache import JudgeCache, SQLiteJudgeCache, cache_key, default_cache
+from rubricflow.llm.panel import Panel, as_panel
 from rubricflow.llm.secrets import scrubber_of
 from rubricflow.results import CallOutcome, LLMCall, canonical_json
 
@@ -143,6 +144,10 @@ class Answer:
     problems: tuple[str, ...] = ()
     error: str | None = None
     calls: list[LLMCall] = field(default_factory=list)
+    text: str | None = None
+    """The answer's text as the judge wrote it (when there is a value)."""
+    logprobs: tuple[tuple[str, float], ...] | None = None
+    """Its tokens with their log-probabilities, when the provider gave them."""
 
     @property
     def ok(self) -> bool:
@@ -194,11 +199,17 @@ class LLMSession:
 
     Use it as an async context manager or call `aclose()`; providers it created from a spec
     are closed with it, provider objects you passed in are yours to close.
+
+    `llm` may be a judge panel (`Panel`, or a `panel:POLICY(A | B)` spec): the session
+    then holds one session per judge (`members()`), sharing its cache.
     """
+
+    member_label: str | None = None
+    """The judge's label within a panel (set on a panel's member sessions)."""
 
     def __init__(
         self,
-        llm: str | LLMProvider | Callable[[str, str], Awaitable[str]] | None = None,
+        llm: str | LLMProvider | Panel | Callable[[str, str], Awaitable[str]] | None = None,
         *,
         plugins: PluginSet | None = None,
         allow_import: bool = False,
@@ -216,6 +227,38 @@ class LLMSession:
         self._cache: JudgeCache | None = None
         self._cache_resolved = False
         self._owns_cache = cache == "default" or cache is True or isinstance(cache, str | Path)
+        self._panel: Panel | RubricflowError | None = None
+        self._members: list[LLMSession] | None = None
+        try:
+            self._panel = as_panel(llm)
+        except RubricflowError as error:  # reported when the judge is first needed
+            self._panel = error
+
+    @property
+    def panel(self) -> Panel | None:
+        """The judge panel this session asks, or None for a single judge."""
+        return self._panel if isinstance(self._panel, Panel) else None
+
+    def members(self) -> list[LLMSession]:
+        """The sessions of the panel's judges (sharing this session's cache), or just this
+        session for a single judge."""
+        panel = self.panel
+        if panel is None:
+            return [self]
+        if self._members is None:
+            self._members = []
+            for judge in panel.judges:
+                member = LLMSession(
+                    judge,
+                    plugins=self._plugins,
+                    allow_import=self._allow_import,
+                    settings=self._settings,
+                    cache=None,
+                )
+                member.cache = self.cache
+                member.member_label = _panel_label(judge)
+                self._members.append(member)
+        return self._members
 
     @property
     def cache(self) -> JudgeCache | None:
@@ -238,10 +281,14 @@ class LLMSession:
         plugins: PluginSet | None = None,
         allow_import: bool = False,
     ) -> LLMSession:
-        """A session from evaluate()'s options: `llm`, `llm_settings`, `llm_cache`."""
+        """A session from evaluate()'s options: `llm` (a spec, a provider, a callable, a
+        `Panel`, or a list of judges with `panel` naming the policy), `llm_settings`,
+        `llm_cache`."""
         llm = options.get("llm")
         if isinstance(llm, LLMSession):
             return llm
+        if isinstance(llm, list | tuple):
+            llm = Panel(llm, options.get("panel") or "majority")
         return cls(
             llm,
             plugins=plugins,
@@ -259,7 +306,11 @@ class LLMSession:
             raise self._problem
         llm = self._llm
         try:
-            if isinstance(llm, LLMProvider):
+            if isinstance(self._panel, RubricflowError):
+                raise self._panel
+            if self._panel is not None:
+                self._provider = self._panel_provider(self._panel)
+            elif isinstance(llm, LLMProvider):
                 self._provider = llm
             elif llm is None or isinstance(llm, str):
                 from rubricflow.llm.specs import create_provider
@@ -289,10 +340,26 @@ class LLMSession:
             raise
         return self._provider
 
+    def _panel_provider(self, panel: Panel) -> LLMProvider:
+        """Every judge of the panel made now (the first that cannot be is named), and the
+        stand-in provider that names the panel."""
+        from rubricflow.llm.panel_provider import PanelProvider
+
+        providers = []
+        for member in self.members():
+            try:
+                providers.append(member.provider_now())
+            except RubricflowError as error:
+                raise type(error)(f"panel judge {member.member_label}: {error}") from None
+        return PanelProvider(panel, providers)
+
     async def provider(self) -> LLMProvider:
         return self.provider_now()
 
     async def aclose(self) -> None:
+        members, self._members = self._members, None
+        for member in members or []:
+            await member.aclose()
         provider, self._provider = self._provider, None
         if provider is not None and self._owned:
             await provider.aclose()
@@ -308,13 +375,17 @@ class LLMSession:
     # -- asking -----------------------------------------------------------------------
 
     async def ask(self, question: Question) -> Answer:
-        """Ask, validate, re-ask once, cache; never raises for a judge failure."""
+        """Ask, validate, re-ask once, cache; never raises for a judge failure. A panel's
+        session hands a lone question (a feedback summary, a ranking) to its first judge;
+        the judging strategies ask every judge (`rubricflow.llm.judges`)."""
         answer = Answer()
         try:
             provider = self.provider_now()
         except RubricflowError as error:
             answer.error = str(error)
             return answer
+        if self.panel is not None:
+            return await self.members()[0].ask(question)
         settings = provider.settings
         temperature = (
             question.temperature if question.temperature is not None else settings.temperature
@@ -325,6 +396,8 @@ class LLMSession:
             "max_tokens": max_tokens,
             "sample": question.sample,
             "reasoning_max_chars": settings.reasoning_max_chars,
+            # only when asked, so answers cached without log-probabilities keep their keys
+            **({"logprobs": True} if settings.logprobs else {}),
         }
         messages = question.messages()
         loop = asyncio.get_running_loop()
@@ -349,6 +422,7 @@ class LLMSession:
             if hit is not None:
                 answer.value = hit[0].value
                 answer.calls.append(hit[1])
+                answer.text, answer.logprobs = hit[2].text, hit[2].logprobs
                 return answer
             request = ProviderRequest(
                 messages=tuple(messages),
@@ -387,6 +461,7 @@ class LLMSession:
             if problem is None and reading is not None:
                 answer.value = reading.value
                 answer.problems = ()
+                answer.text, answer.logprobs = response.text, response.logprobs
                 await self._store(keys, response, provider, question)
                 return answer
             last_error = problem or "unusable answer"
@@ -529,7 +604,7 @@ class LLMSession:
 
     async def _from_cache(
         self, provider: LLMProvider, question: Question, key: str, prompt_hash: str, attempt: int
-    ) -> tuple[Reading, LLMCall] | None:
+    ) -> tuple[Reading, LLMCall, ProviderResponse] | None:
         if self.cache is None:
             return None
         started = time.perf_counter()
@@ -557,12 +632,13 @@ class LLMSession:
             model=scrubber_of(provider).scrub_optional(stored.get("model")),
             input_tokens=stored.get("input_tokens"),
             output_tokens=stored.get("output_tokens"),
+            logprobs=_stored_logprobs(stored.get("logprobs")),
         )
         latency = (time.perf_counter() - started) * 1000
         record = self._record(
             provider, question, prompt_hash, response, latency, attempt, "cached", None
         )
-        return cached, record
+        return cached, record, response
 
     async def _store(
         self,
@@ -581,6 +657,8 @@ class LLMSession:
             "created_at": _now(),
             "provider": provider.identity,
         }
+        if response.logprobs is not None:
+            entry["logprobs"] = [list(pair) for pair in response.logprobs]
         if question.about is not None:
             entry["about"] = dict(question.about)
         value = json.dumps(entry, ensure_ascii=False)
@@ -590,6 +668,23 @@ class LLMSession:
             except Exception as error:
                 logger.warning("judge cache write failed: %s", redact(str(error)))
                 return
+
+
+def _stored_logprobs(raw: Any) -> tuple[tuple[str, float], ...] | None:
+    """A cache entry's log-probabilities, or None when it has none usable."""
+    if not isinstance(raw, list):
+        return None
+    try:
+        return tuple((str(token), float(logprob)) for token, logprob in raw)
+    except (TypeError, ValueError):
+        return None
+
+
+def _panel_label(judge: Any) -> str:
+    if isinstance(judge, str):
+        return redact(judge.strip())
+    label = getattr(judge, "label", None)
+    return label if isinstance(label, str) else getattr(judge, "__name__", type(judge).__name__)
 
 
 def session_of(context: ScoringContext) -> LLMSession:

@@ -69,6 +69,7 @@ ENV_VARS = (
             "llm_rpm",
             "llm_max_tokens",
             "llm_price",
+            "llm_logprobs",
         )
     ),
 )

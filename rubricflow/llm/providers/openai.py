@@ -48,6 +48,7 @@ class OpenAIProvider(HTTPProvider):
         self.mode: StructuredMode = "json_schema" if structured == "auto" else structured
         self._adapt = structured == "auto"
         self._send_temperature = True
+        self._send_logprobs = True
         self._tokens_field = (
             "max_completion_tokens" if "api.openai.com" in self.base_url else "max_tokens"
         )
@@ -76,6 +77,8 @@ class OpenAIProvider(HTTPProvider):
         }
         if request.temperature is not None and self._send_temperature:
             body["temperature"] = request.temperature
+        if self.settings.logprobs and self._send_logprobs:
+            body["logprobs"] = True
         schema = schema_with_reasoning_limit(request.schema, self.settings.reasoning_max_chars)
         if schema is not None and self.mode == "json_schema":
             body["response_format"] = {
@@ -111,6 +114,9 @@ class OpenAIProvider(HTTPProvider):
         if self._adapt and request.schema is not None and self.mode in _DOWNGRADE and about_format:
             self.mode = _DOWNGRADE[self.mode]
             return True
+        if self._send_logprobs and self.settings.logprobs and "logprobs" in text:
+            self._send_logprobs = False  # the answer is judged without a confidence
+            return True
         if self._send_temperature and "temperature" in text and request.temperature is not None:
             self._send_temperature = False
             return True
@@ -145,7 +151,26 @@ class OpenAIProvider(HTTPProvider):
             input_tokens=_int(usage.get("prompt_tokens")),
             output_tokens=_int(usage.get("completion_tokens")),
             structured=structured,
+            logprobs=_logprobs(choice),
         )
+
+
+def _logprobs(choice: Any) -> tuple[tuple[str, float], ...] | None:
+    """`choices[0].logprobs.content` as (token, logprob) pairs (OpenAI's shape, which
+    llama.cpp's and vLLM's servers share), or None."""
+    found = choice.get("logprobs") if isinstance(choice, Mapping) else None
+    content = found.get("content") if isinstance(found, Mapping) else None
+    if not isinstance(content, list):
+        return None
+    pairs = []
+    for item in content:
+        if not isinstance(item, Mapping):
+            return None
+        token, logprob = item.get("token"), item.get("logprob")
+        if not isinstance(token, str) or not isinstance(logprob, int | float):
+            return None
+        pairs.append((token, float(logprob)))
+    return tuple(pairs)
 
 
 def _int(value: Any) -> int | None:
