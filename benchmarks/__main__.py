@@ -34,6 +34,7 @@ from benchmarks import (
     scaleout,
     store_throughput,
     streaming,
+    trust,
 )
 
 Runner = Callable[[argparse.Namespace], Awaitable[dict[str, Any]]]
@@ -57,6 +58,7 @@ WORKLOADS: dict[str, Runner] = {
     "rewards-per-prompt": lambda a: rewards.run_per_prompt(quick=a.quick),
     "otel": lambda a: otel_overhead.run(quick=a.quick),
     "pytest-startup": lambda a: pytest_startup.run(quick=a.quick),
+    "trust": lambda a: trust.run(quick=a.quick),
 }
 
 # (workload, issue item, figure key, the bar as text, the test of the bar)
@@ -114,6 +116,24 @@ BARS: list[tuple[str, str, str, str, Callable[[Any], bool]]] = [
     ),
     # issue 20, item 3: the pytest plugin, loaded in every pytest run, costs its start-up
     ("pytest-startup", "20.3", "added_ms (bar <= 50)", "<= 50 ms", lambda v: v <= 50),
+    # issue 28, item 8: routing, the cascade, corrected intervals and panels
+    (
+        "trust",
+        "28.8",
+        "errors_caught_at_20 (confidence / random, bar >= 2)",
+        ">= 2",
+        lambda v: v >= 2,
+    ),
+    ("trust", "28.8", "accuracy_gap_points (bar <= 1)", "<= 1", lambda v: v <= 1),
+    ("trust", "28.8", "cost cascade / strong (bar <= 0.5)", "<= 0.5", lambda v: v <= 0.5),
+    ("trust", "28.8", "corrected_coverage (bar >= 0.93)", ">= 0.93", lambda v: v >= 0.93),
+    (
+        "trust",
+        "28.8",
+        "panel / one judge wall time (bar <= 1.3)",
+        "<= 1.3",
+        lambda v: v <= 1.3,
+    ),
     # issue 5: storing an evaluation must not dominate the cost of making it
     ("store", "5", "sqlite_store_cost / evaluate_cost", "<= 1.0", lambda v: v <= 1.0),
     ("store", "5", "postgresql_store_cost / evaluate_cost", "<= 1.0", lambda v: v <= 1.0),

@@ -195,3 +195,29 @@ def test_the_http_workloads_serve_real_requests_and_report_their_figures(
     assert live["sse_p50_ms"] <= live["sse_p99_ms"] < 60_000
     shown = {(row["workload"], row["issue_item"]) for row in results["bars"]}
     assert {("http-gate", "17.p1"), ("http-webhooks", "17.p3")} <= shown
+
+
+def test_the_trust_workload_routes_cascades_covers_and_times_a_panel(tmp_path: Path) -> None:
+    """Issue 28, item 8 at quick sizes: the scripted judges over HTTP, every figure there
+    and sane (the goals themselves are measured by `python -m benchmarks trust`)."""
+    trust = _bench(tmp_path, "trust", "--quick")["trust"]
+    assert trust["items"] == 200 and trust["confidence_from"] in ("judge (logprobs)", "script")
+    # errors are likelier at low confidence, but the script keeps some at high confidence
+    assert 0 < trust["cheap_errors"] < trust["items"]
+    routed = trust["by_share"]["20%"]
+    assert routed["routed"] == 40
+    assert routed["errors_caught_confidence"] <= trust["cheap_errors"]
+    assert routed["accuracy_confidence"] >= trust["cheap_accuracy"]
+    assert 0 < trust["escalated"] < trust["items"]
+    assert 0 < trust["cost cascade / strong (bar <= 0.5)"] < 1
+    assert 0.5 < trust["strong_accuracy"] <= 1 and 0.5 < trust["cascade_accuracy"] <= 1
+    assert trust["datasets"] == 100 and 0 <= trust["corrected_coverage (bar >= 0.93)"] <= 1
+    assert trust["one_judge_s"] > 0 and trust["panel_s"] > 0
+    shown = {row["figure"] for row in _bench_rows(trust)}
+    assert "corrected_coverage (bar >= 0.93)" in shown
+
+
+def _bench_rows(figures: dict) -> list[dict]:
+    from benchmarks.__main__ import bars
+
+    return bars({"trust": figures})
