@@ -250,8 +250,8 @@ def _few_shot(
         if output in known:
             continue
         known.add(output)
-        explanation = "Graded by a person" + (
-            f"; the judge had said {decision.judge}" if decision.judge != decision.human else ""
+        explanation = "a person graded it so" + (
+            f" (the judge had said {decision.judge})" if decision.judge != decision.human else ""
         )
         picked.append(
             Example(

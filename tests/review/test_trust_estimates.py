@@ -160,3 +160,36 @@ def test_the_api_and_the_dashboard_show_the_estimate_and_the_reliability(
         page = client.get("/ui/runs/run-1")
         assert page.status_code == 200, page.text[:500]
         assert 'id="corrected-pass-rate"' in page.text and "from 6 label(s)" in page.text
+
+
+async def test_calibrate_reads_people_s_decisions_from_the_store(
+    registry: ArtifactRegistry, db_url: str, tmp_path: Path
+) -> None:
+    """`calibrate RUBRIC --db` without a labels file: the six decisions are the labels
+    (a built-in check stands in for the criterion, so no judge is needed), and the
+    judge's reliability over time comes with them."""
+    await _decide(registry)
+    rubric_file = tmp_path / "scored.yaml"
+    rubric_file.write_text(
+        "id: scored\ncriteria:\n  - id: score\n"
+        "    scoring: {method: deterministic, function: non_empty}\n",
+        encoding="utf-8",
+    )
+    args = ["calibrate", str(rubric_file), "--db", db_url, "--resamples", "0"]
+    done = await asyncio.to_thread(CliRunner().invoke, cli_app, [*args, "--json"])
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.stdout)
+    assert report["labels_from"] == {"file": 0, "store": 6} and report["examples"] == 6
+    [criterion] = report["criteria"]
+    assert (criterion["n"], criterion["accuracy"]["value"]) == (6, pytest.approx(5 / 6))
+    [point] = report["reliability"]
+    assert (point["criterion_id"], point["n"], point["agreed"]) == ("score", 6, 5)
+    text = await asyncio.to_thread(CliRunner().invoke, cli_app, [*args, "--period", "day"])
+    assert text.exit_code == 0, text.output
+    assert "Judge reliability over time" in text.output and "per day" in text.output
+    empty = tmp_path / "other.yaml"
+    empty.write_text(rubric_file.read_text().replace("id: scored", "id: other"), "utf-8")
+    none = await asyncio.to_thread(
+        CliRunner().invoke, cli_app, ["calibrate", str(empty), "--db", db_url]
+    )
+    assert none.exit_code == 2 and "no person's decision on rubric 'other'" in none.output
