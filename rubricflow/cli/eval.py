@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
+from rubricflow.cli.judging import DoublePassOption, JudgesOption, PanelOption, judge_spec
 from rubricflow.cli.shared import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -21,7 +22,6 @@ from rubricflow.cli.shared import (
     ConcurrencyOption,
     FormatOption,
     JudgeConcurrencyOption,
-    LLMOption,
     NoCacheOption,
     RubricIdOption,
     SamplesOption,
@@ -469,7 +469,9 @@ def eval_command(
             "SQLite file); without it `eval` stores nothing.",
         ),
     ] = None,
-    llm: LLMOption = None,
+    llm: JudgesOption = None,
+    panel: PanelOption = None,
+    double_pass: DoublePassOption = False,
     no_cache: NoCacheOption = False,
     samples: SamplesOption = None,
     llm_feedback: Annotated[
@@ -560,10 +562,11 @@ def eval_command(
         cases.pairs = _remember_rubrics(cases.pairs, rubrics)
     if resume and output is None and db is None:
         fail("--resume needs the run's --output file or its --db")
+    spec = judge_spec(llm, panel)
     judge = judge_session(
         rubric,
         plugins,
-        llm,
+        spec,
         allow_import=allow_import,
         no_cache=no_cache,
         feedback=llm_feedback,
@@ -577,8 +580,9 @@ def eval_command(
         source=cases.source,
         started_at=datetime.now(timezone.utc).isoformat(),
         options={
-            "llm": llm,
+            "llm": spec,
             "samples": samples,
+            "double_pass": double_pass or None,
             "concurrency": concurrency,
             "judge_concurrency": judge_concurrency,
             "targets_in_flight": in_flight,
@@ -615,7 +619,12 @@ def eval_command(
                     plugins=plugins,
                     concurrency=concurrency,
                     allow_import=allow_import,
-                    options={"llm": judge, "samples": samples, "llm_feedback": llm_feedback},
+                    options={
+                        "llm": judge,
+                        "samples": samples,
+                        "llm_feedback": llm_feedback,
+                        "double_pass": double_pass or None,
+                    },
                 )
             )
         except (asyncio.CancelledError, KeyboardInterrupt):

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from rubricflow.cli.judging import PanelOption, judge_spec
 from rubricflow.cli.shared import DbOption, err, fail
 from rubricflow.settings import current
 
@@ -82,14 +83,16 @@ def serve_command(
         ),
     ] = 300.0,
     llm: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
             "--llm",
             metavar="SPEC",
             help="The judge for rubrics that need one: openai:MODEL[@URL], anthropic:MODEL, "
-            "ollama:MODEL[@URL], local (default: $RUBRICFLOW_LLM). Requests never choose it.",
+            "ollama:MODEL[@URL], local (default: $RUBRICFLOW_LLM). Requests never choose it. "
+            "Once per judge, with --panel, for a judge panel.",
         ),
     ] = None,
+    panel: PanelOption = None,
     idempotency_ttl: Annotated[
         float | None,
         typer.Option(
@@ -146,7 +149,7 @@ def serve_command(
         )
     if log_level not in {"critical", "error", "warning", "info", "debug"}:
         fail(f"--log-level {log_level!r}: use critical, error, warning, info or debug")
-    judge = llm or current().llm
+    judge = judge_spec(llm, panel) or current().llm
     if judge is not None:
         _check_judge(judge)
     # options given win over RUBRICFLOW_SERVER_*; those left out keep the environment's

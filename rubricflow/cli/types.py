@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from rubricflow.cli.judging import PanelOption, judge_spec
 from rubricflow.cli.shared import (
     DbOption,
     JsonOption,
@@ -61,6 +62,16 @@ def types_set(
         typer.Option("--content-schema", help="JSON Schema file the content must match."),
     ] = None,
     description: Annotated[str, typer.Option("--description", help="What this type is.")] = "",
+    llm: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--llm",
+            metavar="SPEC",
+            help="The judge for this type's reviews (default: the reviewer's judge). Once "
+            "per judge, with --panel, for a judge panel.",
+        ),
+    ] = None,
+    panel: PanelOption = None,
     db: DbOption = None,
     server: ServerOption = None,
     token: TokenOption = None,
@@ -87,6 +98,7 @@ def types_set(
         approval_threshold=approval_threshold,
         content_schema=schema,
         description=description,
+        judge=judge_spec(llm, panel),
     )
     saved = run_on(
         db,
@@ -130,6 +142,8 @@ def types_show(
         f"approval_threshold={artifact_type.approval_threshold} "
         f"content_schema={'yes' if artifact_type.content_schema else 'no'}"
     )
+    if artifact_type.judge:
+        out.print(f"  judge {escape(artifact_type.judge)}")
 
 
 @types_app.command("list")

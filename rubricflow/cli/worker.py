@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from rubricflow.cli.judging import PanelOption, check_judge, judge_spec
 from rubricflow.cli.shared import DbOption, JsonOption, out, print_json, run_with_app
 
 if TYPE_CHECKING:
@@ -46,6 +47,16 @@ def worker_command(
             "$RUBRICFLOW_MAX_REVIEW_FAILURES, else 3).",
         ),
     ] = None,
+    llm: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--llm",
+            metavar="SPEC",
+            help="The judge for rubrics that need one (default: $RUBRICFLOW_LLM; a type's "
+            "own judge wins). Once per judge, with --panel, for a judge panel.",
+        ),
+    ] = None,
+    panel: PanelOption = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -55,7 +66,15 @@ def worker_command(
     dead-lettered (`artifacts list --dead-letter`, `artifacts retry ID`)."""
     from rubricflow.review.worker import Worker
 
+    judge = judge_spec(llm, panel)
+    if judge is not None:
+        check_judge(judge)
+
     async def work(app: Application) -> WorkerStats:
+        if judge is not None:
+            options = dict(app.artifacts.evaluate_options)
+            inner = {**(options.get("options") or {}), "llm": judge}
+            app.artifacts.evaluate_options = {**options, "options": inner}
         worker = Worker(
             app.artifacts,
             concurrency=concurrency,

@@ -276,6 +276,7 @@ class AsyncClient:
                 approval_threshold=definition.approval_threshold,
                 content_schema=definition.content_schema,
                 description=definition.description,
+                judge=definition.judge,
             ).model_dump(mode="json")
         elif isinstance(definition, ArtifactTypeIn):
             body = definition.model_dump(mode="json")

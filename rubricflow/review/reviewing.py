@@ -104,6 +104,8 @@ class Reviewer:
         self._claims = claims
         self.evaluate_options: dict[str, Any] = dict(evaluate_options or {})
         self.session: LLMSession | None = None
+        #: the sessions of the judges artifact types name (`ArtifactType.judge`), by spec
+        self.type_sessions: dict[str, LLMSession] = {}
 
     async def aclose(self) -> None:
         """Close the LLM session the reviews share (its HTTP connections); the store stays
@@ -111,13 +113,28 @@ class Reviewer:
         session, self.session = self.session, None
         if session is not None:
             await session.aclose()
+        typed, self.type_sessions = self.type_sessions, {}
+        for each in typed.values():
+            await each.aclose()
 
-    def _judge_options(self) -> dict[str, Any]:
+    def _judge_options(self, judge: str | None = None) -> dict[str, Any]:
         """`evaluate()`'s keyword arguments for a review: one LLM session for every review
         (one HTTP pool), answering from the store's judge cache unless the caller chose a
         cache, so workers sharing a store share judge answers. Nothing is opened until a
-        judge asks."""
+        judge asks. `judge` is the artifact type's own judge (a spec or a panel), which
+        has a session of its own."""
         inner = dict(self.evaluate_options.get("options") or {})
+        if judge is not None:
+            session = self.type_sessions.get(judge)
+            if session is None:
+                inner.setdefault("llm_cache", self._context.store.judge_cache)
+                session = LLMSession.from_options(
+                    {**inner, "llm": judge},
+                    plugins=self._context.plugins,
+                    allow_import=bool(self.evaluate_options.get("allow_import", False)),
+                )
+                self.type_sessions[judge] = session
+            return {**self.evaluate_options, "options": {**inner, "llm": session}}
         if isinstance(inner.get("llm"), LLMSession):
             return self.evaluate_options
         if self.session is None:
@@ -348,7 +365,7 @@ class Reviewer:
             target,
             plugins=self._context.plugins,
             threshold=artifact_type.approval_threshold,
-            **self._judge_options(),
+            **self._judge_options(artifact_type.judge),
         )
 
     async def _decide(

@@ -114,6 +114,9 @@ class ArtifactType(_Checked):
     approval_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     content_schema: dict[str, Any] | None = None
     description: str = ""
+    judge: Annotated[str, Field(min_length=1, max_length=4000)] | None = None
+    """The LLM judge this type's reviews use: a spec, or a panel
+    (`panel:POLICY(A | B | ...)`); None: the reviewer's (the server's or worker's) judge."""
 
 
 class Artifact(BaseModel):

@@ -86,6 +86,14 @@ class ArtifactTypeIn(_Body):
         default=None, description="A JSON Schema the content must match"
     )
     description: Annotated[str, Field(max_length=10_000), AfterValidator(_no_nul)] = ""
+    judge: (
+        Annotated[str, Field(min_length=1, max_length=4000), AfterValidator(_no_nul)] | None
+    ) = Field(
+        default=None,
+        description="The LLM judge for this type's reviews: a spec, or a panel "
+        "`panel:POLICY(A | B | ...)` (POLICY: majority, unanimous, any_unmet, mean, median); "
+        "default the server's judge. A `python:` judge is refused.",
+    )
 
     def to_type(self, name: str) -> ArtifactType:
         return ArtifactType(
@@ -99,6 +107,7 @@ class ArtifactTypeIn(_Body):
             approval_threshold=self.approval_threshold,
             content_schema=self.content_schema,
             description=self.description,
+            judge=self.judge,
         )
 
 

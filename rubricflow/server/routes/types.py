@@ -7,6 +7,7 @@ from fastapi import APIRouter, HTTPException
 
 from rubricflow.errors import NotFoundError
 from rubricflow.server.auth import Admin, AppDep, Submitter
+from rubricflow.server.judging import check_judge_spec
 from rubricflow.server.params import TypeNamePath
 from rubricflow.server.problems import PROBLEM_RESPONSES
 from rubricflow.store.artifact_models import ArtifactType
@@ -47,4 +48,6 @@ async def set_type(
 ) -> ArtifactType:
     if not principal.allows_type(name):
         raise HTTPException(403, f"token {principal.name!r} may not act on artifact type {name!r}")
+    if body.judge is not None:
+        check_judge_spec(body.judge)  # made now (no code imported), not at the first review
     return await application.artifacts.set_type(body.to_type(name))
