@@ -7,7 +7,12 @@ levels), confusion matrices and percentile bootstrap intervals. The statistics l
 """
 
 from rubricflow.calibration.alpha import LevelOfMeasurement, krippendorff_alpha
-from rubricflow.calibration.estimates import PassRateEstimate, RateInterval, estimate_pass_rate
+from rubricflow.calibration.estimates import (
+    PassRateEstimate,
+    RateInterval,
+    estimate_pass_rate,
+    estimate_with_labelled,
+)
 from rubricflow.calibration.labels import (
     CalibrationError,
     LabelledExample,
@@ -16,6 +21,13 @@ from rubricflow.calibration.labels import (
     parse_examples,
     read_labels,
 )
+from rubricflow.calibration.propose import (
+    CriterionChange,
+    Proposal,
+    next_version,
+    propose_revision,
+)
+from rubricflow.calibration.reliability import ReliabilityPoint, judge_reliability
 from rubricflow.calibration.report import (
     CalibrationReport,
     CriterionAgreement,
@@ -45,6 +57,7 @@ __all__ = [
     "CalibrationReport",
     "ConfusionMatrix",
     "CriterionAgreement",
+    "CriterionChange",
     "Decision",
     "Estimate",
     "Interval",
@@ -53,7 +66,9 @@ __all__ = [
     "LevelOfMeasurement",
     "OverallAgreement",
     "PassRateEstimate",
+    "Proposal",
     "RateInterval",
+    "ReliabilityPoint",
     "UndefinedStatisticError",
     "accuracy",
     "bootstrap_interval",
@@ -63,12 +78,16 @@ __all__ = [
     "cohen_kappa",
     "confusion_matrix",
     "estimate_pass_rate",
+    "estimate_with_labelled",
     "judge_label",
+    "judge_reliability",
     "kappa_from_matrix",
     "krippendorff_alpha",
     "label_scale",
+    "next_version",
     "parse_examples",
     "pooled_kappa",
+    "propose_revision",
     "read_labels",
     "weighted_kappa",
 ]

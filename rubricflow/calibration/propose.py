@@ -23,7 +23,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rubricflow.calibration.labels import MET, LabelledExample, LabelScale, label_scale
@@ -46,7 +46,7 @@ from rubricflow.llm.answers import AnswerError, extract_json, validate_answer
 from rubricflow.llm.session import LLMSession, Question, Reading
 from rubricflow.model import Criterion, Example, Rubric
 from rubricflow.plugins import PluginRegistry
-from rubricflow.results import Evaluation
+from rubricflow.results import Evaluation, LLMCall
 
 __all__ = ["CriterionChange", "Proposal", "next_version", "propose_revision"]
 
@@ -207,6 +207,7 @@ class _Learned:
     description_changed: bool
     levels_changed: tuple[str, ...]
     note: str = ""
+    calls: tuple[LLMCall, ...] = ()
 
 
 def _clip(text: str | None) -> str:
@@ -320,9 +321,9 @@ async def _clarified(
     rubric: Rubric,
     criterion: Criterion,
     prompt: str,
-) -> tuple[Criterion, bool, tuple[str, ...], str]:
+) -> tuple[Criterion, bool, tuple[str, ...], str, tuple[LLMCall, ...]]:
     """The criterion with the judge's clearer descriptions (unchanged, with a note, when
-    no usable answer came)."""
+    no usable answer came), and the calls asking cost."""
     question = Question(
         system=_SYSTEM,
         user=prompt,
@@ -333,8 +334,10 @@ async def _clarified(
         criterion_ids=(criterion.id,),
     )
     answer = await llm.ask(question)
+    calls = tuple(answer.calls)
     if not answer.ok:
-        return criterion, False, (), f"descriptions kept: {answer.error or 'no usable answer'}"
+        why = f"descriptions kept: {answer.error or 'no usable answer'}"
+        return criterion, False, (), why, calls
     new: dict[str, Any] = answer.value
     levels = tuple(
         level.model_copy(update={"description": new["levels"][level.id]})
@@ -349,7 +352,7 @@ async def _clarified(
     )
     described = new["description"] != criterion.description
     updated = criterion.model_copy(update={"description": new["description"], "levels": levels})
-    return updated, described, changed_levels, ""
+    return updated, described, changed_levels, "", calls
 
 
 async def _learn_criterion(
@@ -369,9 +372,9 @@ async def _learn_criterion(
     shots = _few_shot(criterion, scale, examples, decisions, per_criterion)
     by_id = {example.target.id: example for example in examples}
     prompt = _clarify_prompt(criterion, by_id, wrong, reasoning)
-    clarified, described, levels, note = await _clarified(llm, rubric, criterion, prompt)
+    clarified, described, levels, note, calls = await _clarified(llm, rubric, criterion, prompt)
     updated = clarified.model_copy(update={"examples": (*criterion.examples, *shots)})
-    return _Learned(updated, len(wrong), len(shots), described, levels, note)
+    return _Learned(updated, len(wrong), len(shots), described, levels, note, calls)
 
 
 def _reasoning(
@@ -502,24 +505,43 @@ async def propose_revision(
     }
     baseline = await _evaluate(rubric, checked, settings)
     held_out: list[Evaluation | None] = [None] * len(checked)
+    asked: list[LLMCall] = []
     for fold in _folds(len(checked), folds, seed):
         inside = set(fold)
         train = [i for i in range(len(checked)) if i not in inside]
-        draft, _learned = await _draft(
+        draft, learned_here = await _draft(
             llm,
             rubric,
             [checked[i] for i in train],
             [baseline[i] for i in train],
             per_criterion,
         )
+        asked += [call for item in learned_here for call in item.calls]
         judged = await _evaluate(draft, [checked[i] for i in fold], settings)
         for index, evaluation in zip(fold, judged, strict=True):
             held_out[index] = evaluation
     final, learned = await _draft(llm, rubric, checked, baseline, per_criterion)
+    asked += [call for item in learned for call in item.calls]
     evaluations = [evaluation for evaluation in held_out if evaluation is not None]
-    return _proposal(
+    proposal = _proposal(
         rubric, final, learned, checked, baseline, evaluations, folds, resamples, confidence, seed
     )
+    return replace(proposal, usage=_with_calls(proposal.usage, asked))
+
+
+def _with_calls(usage: Mapping[str, Any], calls: Sequence[LLMCall]) -> dict[str, Any]:
+    """`usage` with the clarification calls added (cache hits are not calls)."""
+    total = dict(usage)
+    for call in calls:
+        if call.outcome == "cached":
+            total["cache_hits"] += 1
+            continue
+        total["llm_calls"] += 1
+        total["input_tokens"] += call.input_tokens or 0
+        total["output_tokens"] += call.output_tokens or 0
+        if call.cost is not None:
+            total["cost"] = (total["cost"] or 0.0) + call.cost
+    return total
 
 
 def _proposal(

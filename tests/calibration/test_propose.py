@@ -115,6 +115,9 @@ async def test_the_draft_learns_and_improves_on_held_out_labels(
     assert proposal.improved and "improved by +0.600" in proposal.verdict()
     document = proposal.to_dict()
     assert document["improved"] is True and document["rubric"]["draft_version"] == "1.3.0"
+    # 48 judgments (24 now, 24 held out), and one clarification per fold and the final
+    assert proposal.usage["llm_calls"] == 48 + 5 + 1
+    assert len(learning_judge.requests) == 48 + 5 + 1
 
 
 async def test_a_draft_that_does_not_help_is_not_an_improvement(
