@@ -54,9 +54,14 @@ class RankedCompletion:
 
 @dataclass
 class GroupRanking:
+    """A group's ranking. With a swapped pass, `flips` are the pairs of completions (by
+    index, the better in the first pass first) whose order the second pass reversed."""
+
     completions: list[RankedCompletion]
     error: str | None = None
     calls: list[LLMCall] = field(default_factory=list)
+    flips: list[tuple[int, int]] = field(default_factory=list)
+    swapped: bool = False
 
     @property
     def rewards(self) -> list[float | None]:
@@ -75,6 +80,11 @@ class GroupRanking:
                 for c in self.completions
             ],
             "usage": call_usage(self.calls),
+            **(
+                {"swapped_pass": True, "flips": [list(pair) for pair in self.flips]}
+                if self.swapped
+                else {}
+            ),
         }
 
 
@@ -126,6 +136,7 @@ async def rank_group(
     rubric: Rubric | str | None = None,
     reference: str | None = None,
     shuffle: bool = False,
+    swap: bool = False,
     cache: Any = "default",
 ) -> GroupRanking:
     """Rank `completions` (all answers to `prompt`) with one judge call and map the ranks
@@ -133,8 +144,10 @@ async def rank_group(
     against; `reference` a reference answer. `shuffle` shows the judge the completions
     in an order fixed by their content (against a judge's position bias: the sampler's
     order no longer decides who comes first; the same group is shown the same way, so
-    the cache still answers a repeat). Never raises for a judge failure: the ranking's
-    `error` says why and every reward is None."""
+    the cache still answers a repeat). `swap` asks a second time with the completions
+    shown in reversed order: each completion's ranks from the two passes are added (ties
+    share) and the pairs whose order flipped are recorded. Never raises for a judge
+    failure: the ranking's `error` says why and every reward is None."""
     texts = [str(c) for c in completions]
     if not texts:
         return GroupRanking([])
@@ -142,6 +155,44 @@ async def rank_group(
         return GroupRanking([RankedCompletion(0, 1, 0.5, "a group of one: nothing to compare")])
     size = len(texts)
     order = _shown_order(texts) if shuffle else list(range(size))  # shown slot -> index
+    orders = [order, list(reversed(order))] if swap else [order]
+    async with judge_scope(judge, cache) as session:
+        passes = await asyncio.gather(
+            *(_one_pass(session, prompt, texts, shown, reference, rubric) for shown in orders)
+        )
+    calls = [call for _, found_calls in passes for call in found_calls]
+    failed = next((found for found, _ in passes if isinstance(found, str)), None)
+    if failed is not None:
+        which = "" if len(passes) == 1 else " (in one of the two passes)"
+        return GroupRanking(
+            [RankedCompletion(i, None, None, "") for i in range(size)],
+            failed + which,
+            calls,
+            swapped=swap,
+        )
+    found = [value for value, _ in passes if not isinstance(value, str)]
+    ranks = [sum(value[i][0] for value in found) for i in range(size)]
+    rewards = rank_rewards(ranks)
+    # one pass: the judge's rank; two: the place by the sum of both passes' ranks
+    place = {total: n for n, total in enumerate(sorted(set(ranks)), start=1)}
+    ranked = [
+        RankedCompletion(i, place[ranks[i]] if swap else ranks[i], rewards[i], found[0][i][1])
+        for i in range(size)
+    ]
+    return GroupRanking(ranked, None, calls, _flips(found), swapped=swap)
+
+
+async def _one_pass(
+    session: Any,
+    prompt: str,
+    texts: Sequence[str],
+    order: Sequence[int],
+    reference: str | None,
+    rubric: Rubric | str | None,
+) -> tuple[dict[int, tuple[int, str]] | str, list[LLMCall]]:
+    """One ranking question with the completions shown in `order`: each completion's
+    (rank, reasoning) by index, or why there is none."""
+    size = len(texts)
     user = rank_prompt(prompt, [texts[i] for i in order], reference, _standard(rubric))
     question = Question(
         user=user,
@@ -152,19 +203,25 @@ async def rank_group(
         schema_name="group_ranking",
         temperature=0.0,
     )
-    async with judge_scope(judge, cache) as session:
-        answer = await session.ask(question)
+    answer = await session.ask(question)
     if not answer.ok:
-        reason = answer.error or "the judge gave no usable ranking"
-        return GroupRanking(
-            [RankedCompletion(i, None, None, "") for i in range(size)], reason, answer.calls
-        )
+        return answer.error or "the judge gave no usable ranking", answer.calls
     shown: dict[int, tuple[int, str]] = answer.value
-    value = {order[slot]: entry for slot, entry in shown.items()}
-    ranks = [value[i][0] for i in range(size)]
-    rewards = rank_rewards(ranks)
-    ranked = [RankedCompletion(i, ranks[i], rewards[i], value[i][1]) for i in range(size)]
-    return GroupRanking(ranked, None, answer.calls)
+    return {order[slot]: entry for slot, entry in shown.items()}, answer.calls
+
+
+def _flips(passes: Sequence[dict[int, tuple[int, str]]]) -> list[tuple[int, int]]:
+    """Pairs (a, b) the first pass ranks a above b and a later pass b above a."""
+    if len(passes) < 2:
+        return []
+    first, other = passes[0], passes[1]
+    size = len(first)
+    return [
+        (a, b)
+        for a in range(size)
+        for b in range(size)
+        if first[a][0] < first[b][0] and other[b][0] < other[a][0]
+    ]
 
 
 @dataclass
@@ -201,11 +258,13 @@ async def rank_batch(
     references: Sequence[str | None] | None = None,
     concurrency: int = 16,
     shuffle: bool = False,
+    swap: bool = False,
     cache: Any = "default",
 ) -> BatchRanking:
     """Rank a GRPO batch: consecutive rows with the same prompt (and rubric and
-    reference) form a group, each group is ranked by one judge call (`concurrency`
-    groups at once, over one session), and the rewards come back in batch order."""
+    reference) form a group, each group is ranked by one judge call (two with `swap`;
+    `concurrency` groups at once, over one session), and the rewards come back in batch
+    order."""
     size = len(completions)
     prompt_column = _column(prompts, size, "prompts")
     rubric_column = _column(rubrics, size, "rubrics")
@@ -232,6 +291,7 @@ async def rank_batch(
                     rubric=rubric_column[rows.start],
                     reference=reference_column[rows.start],
                     shuffle=shuffle,
+                    swap=swap,
                 )
 
         rankings = await asyncio.gather(*(one(rows) for rows in spans))

@@ -105,6 +105,8 @@ class RubricReward:
       completions None with the reason.
     - `shuffle` (group ranking only): show the judge each group in an order fixed by
       content, not by the sampler, against position bias.
+    - `swap` (group ranking only): rank each group a second time shown in reversed
+      order; ranks from both passes are added and flips recorded (twice the calls).
     """
 
     def __init__(
@@ -120,6 +122,7 @@ class RubricReward:
         rubric_cache: RubricColumnCache | None = None,
         ranking: Ranking = "criteria",
         shuffle: bool = True,
+        swap: bool = False,
     ) -> None:
         if aggregation not in ("explicit", "implicit"):
             raise RewardError(
@@ -144,6 +147,7 @@ class RubricReward:
         self.rubrics = rubric_cache or RubricColumnCache()
         self.ranking = ranking
         self.shuffle = shuffle
+        self.swap = swap
         self._judged_rubrics: set[str] = set()
         if ranking == "group" or aggregation == "implicit":
             self._require_judge(f"ranking={ranking!r}, aggregation={aggregation!r}")
@@ -296,6 +300,7 @@ class RubricReward:
                     ],
                     concurrency=self.concurrency,
                     shuffle=self.shuffle,
+                    swap=self.swap,
                 )
             finally:
                 await session.aclose()

@@ -161,3 +161,29 @@ async def test_shuffled_groups_are_shown_in_a_content_order_and_mapped_back(
     shown = [re.findall(r'">\n(.*?)\n</completion>', r.text) for r in server.requests]
     assert shown[0] == completions and sorted(shown[1]) == sorted(completions)
     assert shown[1] != completions and shown[2] == shown[1]  # fixed by content
+
+
+async def test_a_swapped_pass_ranks_again_in_reversed_order_and_records_flips(
+    server: ScriptedServer,
+) -> None:
+    """The judge prefers whatever it is shown first: the swapped pass reverses its order,
+    the flip is recorded, and the completions it could not tell apart tie."""
+
+    def first_shown_wins(request: Recorded) -> Reply:
+        shown = re.findall(r"<completion index=\"?(\d+)\"?", request.text)
+        texts = re.findall(r"(alpha|beta|gamma)", request.text.split("<completion", 1)[1])
+        # the shown slot holding "alpha" or "beta" first ranks 1, the other 2, gamma 3
+        first = next(t for t in texts if t in ("alpha", "beta"))
+        ranks = {"gamma": 3, first: 1, ("beta" if first == "alpha" else "alpha"): 2}
+        slots = [ranks[t] for t in dict.fromkeys(texts)]
+        assert len(slots) == len(shown)
+        return openai_reply(ranking(*slots))
+
+    server.responder = first_shown_wins
+    async with session_for(server) as judge:
+        result = await rank_group("Q?", ["alpha", "beta", "gamma"], judge=judge, swap=True)
+    assert len(server.requests) == 2
+    assert result.ok and result.flips == [(0, 1)]
+    assert result.rewards == [0.75, 0.75, 0.0]  # alpha and beta tie; gamma last both times
+    assert [c.rank for c in result.completions] == [1, 1, 2]
+    assert result.to_dict()["flips"] == [[0, 1]]
