@@ -89,6 +89,8 @@ def _evaluation_line(evaluation: Evaluation) -> dict[str, Any]:
         "scaled_score": evaluation.scaled_score,
         "raw_score": evaluation.raw_score,
         "coverage": evaluation.coverage,
+        "threshold": evaluation.threshold,
+        "margin": evaluation.margin,
         "feedback": evaluation.feedback,
         "usage": evaluation.usage(),
         **(
@@ -103,6 +105,8 @@ def _evaluation_line(evaluation: Evaluation) -> dict[str, Any]:
                 "verdict": r.verdict,
                 "level": r.level,
                 "score": r.score,
+                "confidence": r.confidence,
+                "confidence_source": r.confidence_source,
                 "evidence": list(r.evidence),
                 "notes": r.notes,
             }
@@ -118,6 +122,7 @@ def _print_evaluation(evaluation: Evaluation, rubric: Rubric) -> None:
         f"[{colour}]{evaluation.verdict.upper()}[/{colour}] score {evaluation.score:.3f} "
         f"({evaluation.scaled_score:g} on {rubric.scale.min:g}..{rubric.scale.max:g}), "
         f"raw {evaluation.raw_score:g}, coverage {evaluation.coverage:.0%}"
+        + (f", margin {evaluation.margin:+.3f}" if evaluation.margin is not None else "")
     )
     grid = table("criterion", "weight", "status", "outcome", "score", "evidence / notes")
     for result in evaluation.criteria:
@@ -126,6 +131,8 @@ def _print_evaluation(evaluation: Evaluation, rubric: Rubric) -> None:
             outcome = f"[red]{escape(outcome or 'below bar')}[/red]"
         else:
             outcome = escape(outcome)
+        if result.confidence is not None:
+            outcome += f" ({result.confidence:.0%} {escape(result.confidence_source or '')})"
         # an unscored criterion's notes say why; a scored one's evidence says what was found
         detail = (
             result.notes or "; ".join(result.evidence)

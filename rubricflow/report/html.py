@@ -142,6 +142,8 @@ def _targets(evaluations: list[Evaluation]) -> list[dict[str, Any]]:
                 "evidence": list(r.evidence),
                 "notes": r.notes,
                 "reasoning": r.reasoning,
+                "confidence": None if r.confidence is None else f"{r.confidence:.2f}",
+                "confidence_source": r.confidence_source,
             }
             for r in evaluation.criteria
         ]
@@ -154,6 +156,7 @@ def _targets(evaluations: list[Evaluation]) -> list[dict[str, Any]]:
                 "score": f"{evaluation.score:.3f}",
                 "scaled_score": f"{evaluation.scaled_score:g}",
                 "coverage": format_rate(evaluation.coverage),
+                "margin": None if evaluation.margin is None else f"{evaluation.margin:+.3f}",
                 "rubric": f"{evaluation.rubric_id}@{evaluation.rubric_version}",
                 "gating_failures": list(evaluation.gating_failures),
                 "feedback": evaluation.feedback,

@@ -222,6 +222,12 @@ class CriterionOutcome(BaseModel):
     weight: float = 1.0
     evidence: list[str] = Field(default_factory=list)
     notes: str = ""
+    confidence: float | None = Field(
+        default=None, description="How sure the judge is, 0..1 (None: not measured)"
+    )
+    confidence_source: str | None = Field(
+        default=None, description="What the confidence comes from: panel, samples, logprobs"
+    )
 
 
 class Fix(BaseModel):

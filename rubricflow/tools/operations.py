@@ -126,6 +126,8 @@ def evaluation_feedback(evaluation: Evaluation, rubric: Rubric | None) -> Evalua
             weight=r.weight,
             evidence=list(r.evidence),
             notes=r.notes,
+            confidence=r.confidence,
+            confidence_source=r.confidence_source,
         )
         for r in evaluation.criteria
     ]

@@ -86,13 +86,13 @@ class ArtifactTypeIn(_Body):
         default=None, description="A JSON Schema the content must match"
     )
     description: Annotated[str, Field(max_length=10_000), AfterValidator(_no_nul)] = ""
-    judge: (
-        Annotated[str, Field(min_length=1, max_length=4000), AfterValidator(_no_nul)] | None
-    ) = Field(
-        default=None,
-        description="The LLM judge for this type's reviews: a spec, or a panel "
-        "`panel:POLICY(A | B | ...)` (POLICY: majority, unanimous, any_unmet, mean, median); "
-        "default the server's judge. A `python:` judge is refused.",
+    judge: Annotated[str, Field(min_length=1, max_length=4000), AfterValidator(_no_nul)] | None = (
+        Field(
+            default=None,
+            description="The LLM judge for this type's reviews: a spec, or a panel "
+            "`panel:POLICY(A | B | ...)` (POLICY: majority, unanimous, any_unmet, mean, median); "
+            "default the server's judge. A `python:` judge is refused.",
+        )
     )
 
     def to_type(self, name: str) -> ArtifactType:
@@ -164,6 +164,9 @@ class EvaluationSummary(BaseModel):
     score: float
     coverage: float
     feedback: str
+    margin: float | None = Field(
+        default=None, description="The score minus the pass threshold (negative: below it)"
+    )
 
     @classmethod
     def of(cls, evaluation: Evaluation) -> EvaluationSummary:
@@ -176,6 +179,7 @@ class EvaluationSummary(BaseModel):
             score=evaluation.score,
             coverage=evaluation.coverage,
             feedback=evaluation.feedback,
+            margin=evaluation.margin,
         )
 
 
