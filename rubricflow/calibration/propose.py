@@ -211,7 +211,8 @@ class _Learned:
 
 
 def _clip(text: str | None) -> str:
-    text = text or ""
+    """`text` cut to EXAMPLE_CHARS, without NULs (no store keeps one in a rubric)."""
+    text = (text or "").replace("\x00", "")
     return text if len(text) <= EXAMPLE_CHARS else text[:EXAMPLE_CHARS] + " [...]"
 
 

@@ -83,7 +83,9 @@ class ProposalRequest(BaseModel):
     With `register`, the draft is registered only when its held-out kappa improved
     beyond the interval of the difference."""
 
-    version: str | None = Field(default=None, max_length=200, description="Default: latest")
+    version: str | None = Field(
+        default=None, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$", description="Default: latest"
+    )
     examples: list[dict[str, Any]] = Field(default_factory=list, max_length=MAX_PROPOSAL_EXAMPLES)
     model_config = ConfigDict(populate_by_name=True)
 
