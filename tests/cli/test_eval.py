@@ -33,10 +33,22 @@ LINE_KEYS = {
     "scaled_score",
     "raw_score",
     "coverage",
+    "threshold",
+    "margin",
     "feedback",
     "criteria",
 }
-CRITERION_KEYS = {"id", "status", "verdict", "level", "score", "evidence", "notes"}
+CRITERION_KEYS = {
+    "id",
+    "status",
+    "verdict",
+    "level",
+    "score",
+    "confidence",
+    "confidence_source",
+    "evidence",
+    "notes",
+}
 
 FINISHED: list[str] = []
 
