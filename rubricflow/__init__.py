@@ -82,6 +82,7 @@ if TYPE_CHECKING:
         generate_rubric_sync,
         rank_group,
     )
+    from rubricflow.llm.panel import Panel
     from rubricflow.report import render_report, write_report
     from rubricflow.review import ArtifactRegistry, ArtifactType, RubricBinding
     from rubricflow.store import RubricRegistry, Store
@@ -98,6 +99,7 @@ _LAZY = {
     "generate_rubric": "rubricflow.generation",
     "generate_rubric_sync": "rubricflow.generation",
     "rank_group": "rubricflow.generation",
+    "Panel": "rubricflow.llm.panel",
     "render_report": "rubricflow.report",
     "write_report": "rubricflow.report",
     "ArtifactRegistry": "rubricflow.review",
@@ -142,6 +144,7 @@ __all__ = [
     "LoadedFile",
     "MetaReport",
     "NotFoundError",
+    "Panel",
     "PermissionDeniedError",
     "PluginConflictError",
     "PluginError",

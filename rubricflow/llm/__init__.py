@@ -30,17 +30,20 @@ from rubricflow.llm.cache import (
     default_cache,
     default_cache_dir,
 )
+from rubricflow.llm.panel import PANEL_POLICIES, Panel
 from rubricflow.llm.session import Answer, LLMSession, Question, Reading
 from rubricflow.llm.specs import LLM_ENV, ProviderSpec, create_provider, parse_spec
 
 __all__ = [
     "LLM_ENV",
+    "PANEL_POLICIES",
     "Answer",
     "JudgeCache",
     "LLMError",
     "LLMProvider",
     "LLMSession",
     "MemoryJudgeCache",
+    "Panel",
     "Price",
     "ProviderRequest",
     "ProviderResponse",
