@@ -272,6 +272,8 @@ class LLMSession:
     @cache.setter
     def cache(self, value: JudgeCache | None) -> None:
         self._cache, self._cache_resolved, self._owns_cache = value, True, False
+        for member in getattr(self, "_members", None) or []:
+            member.cache = value  # a panel's judges answer from the same cache
 
     @classmethod
     def from_options(

@@ -342,3 +342,37 @@ async def test_without_the_double_pass_one_call_is_made(server: ScriptedServer) 
     session = LLMSession(f"openai:judge@{server.url}/v1", cache=None, settings=FAST)
     evaluation = await judged(session, ONESHOT)
     assert len(server.requests) == 1 and evaluation.criterion("greets").verdict == "MET"
+
+
+async def test_a_panels_judges_share_its_cache(server: ScriptedServer) -> None:
+    from .fixtures import memory_cache
+
+    server.responder = by_model({"a": verdict("MET"), "b": verdict("UNMET"), "c": verdict("MET")})
+    session = panel_of(server, "majority", "a", "b", "c")
+    session.provider_now()  # the judges exist before the cache is chosen (as eval does)
+    session.cache = memory_cache()
+    async with session:
+        first = await evaluate(VERDICT, "text", options={"llm": session})
+        again = await evaluate(VERDICT, "text", options={"llm": session})
+    assert len(server.requests) == 3
+    assert [c.outcome for c in again.llm_calls] == ["cached"] * 3
+    assert again.criterion("cites").verdict == first.criterion("cites").verdict == "MET"
+
+
+def test_a_one_shot_entrys_value_is_found_for_its_logprob() -> None:
+    from rubricflow.llm.logprobs import value_probability, value_span
+
+    text = json.dumps(
+        {
+            "criteria": [
+                {"id": "a", "reasoning": "x", "verdict": "UNMET"},
+                {"id": "b", "reasoning": "y", "verdict": "MET"},
+            ]
+        }
+    )
+    low, high = value_span(text, "verdict", "MET", scope="b")
+    assert text[low:high] == "MET" and low > text.index('"b"')
+    tokens = [(text[:low], 0.0), (text[low:high], math.log(0.9)), (text[high:], 0.0)]
+    assert value_probability(text, tokens, "verdict", "MET", "b") == pytest.approx(0.9)
+    assert value_probability(text, tokens[:-1], "verdict", "MET", "b") is None  # not the text
+    assert value_span(text, "verdict", "MET", scope="missing") is None
