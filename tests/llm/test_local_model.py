@@ -5,6 +5,7 @@ check that evaluations complete with schema-valid answers, not what the answers 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -109,6 +110,24 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def llama_server(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with _llama_server(model_path, tmp_path_factory) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def llama_server_logprobs(
+    model_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """A server that can give token log-probabilities (`--logits_all`: slower, so only
+    the test that needs them uses it)."""
+    with _llama_server(model_path, tmp_path_factory, "--logits_all", "true") as url:
+        yield url
+
+
+@contextlib.contextmanager
+def _llama_server(
+    model_path: Path, tmp_path_factory: pytest.TempPathFactory, *extra: str
+) -> Iterator[str]:
     _need("uvicorn", "llama-cpp-python[server] is not installed")
     port = _free_port()
     command = [
@@ -125,6 +144,7 @@ def llama_server(model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> 
         str(port),
         "--n_ctx",
         "2048",
+        *extra,
     ]
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     log_file = log.open("wb")
@@ -182,3 +202,30 @@ def test_llm_check_against_the_llama_cpp_server(llama_server: str) -> None:
     assert result.exit_code == 0, result.output
     assert "schema-valid answer: yes" in result.stdout
     assert "response_format json_object with schema" in result.stdout
+
+
+async def test_llama_cpp_servers_logprobs_give_a_confidence(llama_server_logprobs: str) -> None:
+    """llama.cpp's OpenAI-compatible server (started with --logits_all) returns token
+    log-probabilities when asked (the provider sends logprobs and top_logprobs); they
+    spell the answer and give the probability of the verdict the model wrote."""
+    from rubricflow.llm.base import ProviderRequest
+    from rubricflow.llm.contracts import VERDICT_SCHEMA
+    from rubricflow.llm.logprobs import value_probability
+
+    settings = SMALL.with_overrides(logprobs=True)
+    spec = f"openai:gemma-3-270m@{llama_server_logprobs}"
+    request = ProviderRequest(
+        messages=({"role": "user", "content": "Is the sky blue? Answer MET or UNMET."},),
+        schema=VERDICT_SCHEMA,
+        max_tokens=48,
+    )
+    async with LLMSession(spec, cache=None, settings=settings) as session:
+        provider = session.provider_now()
+        response = await provider.send(request)
+        if not response.logprobs:  # the json_schema refusal adapted the provider first
+            response = await provider.send(request)
+    assert response.logprobs, response
+    assert "".join(token for token, _ in response.logprobs) == response.text
+    said = json.loads(response.text)["verdict"]
+    sure = value_probability(response.text, response.logprobs, "verdict", said)
+    assert sure is not None and 0.0 < sure <= 1.0

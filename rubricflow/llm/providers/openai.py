@@ -78,7 +78,9 @@ class OpenAIProvider(HTTPProvider):
         if request.temperature is not None and self._send_temperature:
             body["temperature"] = request.temperature
         if self.settings.logprobs and self._send_logprobs:
+            # llama.cpp's (llama-cpp-python's) server returns them only with top_logprobs
             body["logprobs"] = True
+            body["top_logprobs"] = 1
         schema = schema_with_reasoning_limit(request.schema, self.settings.reasoning_max_chars)
         if schema is not None and self.mode == "json_schema":
             body["response_format"] = {
