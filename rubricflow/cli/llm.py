@@ -45,8 +45,27 @@ def check(
     ] = 60.0,
 ) -> None:
     """Send one tiny request and report the model, the latency and whether structured
-    output works. Exit 0 when the judge gave a schema-valid answer, 1 when it did not,
-    2 when the spec cannot be used."""
+    output works (for a panel, `panel:POLICY(A | B)`, to each of its judges). Exit 0 when
+    the judge gave a schema-valid answer, 1 when it did not, 2 when the spec cannot be
+    used."""
+    from rubricflow.llm.panel import as_panel
+
+    try:
+        panel = as_panel(spec if spec is not None else current().llm)
+    except RubricflowError as error:
+        fail(str(error))
+    specs = [str(judge) for judge in panel.judges] if panel is not None else [spec]
+    reports = [_check_one(one, allow_import=allow_import, timeout=timeout) for one in specs]
+    if as_json:
+        shown: Any = [r.to_dict() for r in reports] if panel is not None else reports[0].to_dict()
+        out.print_json(json.dumps(shown, ensure_ascii=False))
+    else:
+        for report in reports:
+            _print_report(report)
+    raise typer.Exit(0 if all(report.ok for report in reports) else 1)
+
+
+def _check_one(spec: str | None, *, allow_import: bool, timeout: float) -> CheckReport:
     from rubricflow.llm.check import check_provider
     from rubricflow.llm.specs import create_provider
     from rubricflow.plugins import create_plugin_manager
@@ -68,27 +87,26 @@ def check(
         finally:
             await provider.aclose()
 
-    report = asyncio.run(run())
-    if as_json:
-        out.print_json(json.dumps(report.to_dict(), ensure_ascii=False))
-    else:
-        status = "[green]ok[/green]" if report.ok else "[red]FAILED[/red]"
-        out.print(f"{status} {escape(report.provider)}")
-        out.print(f"  model: {escape(report.model or '(unknown)')}")
-        if report.latency_ms is not None:
-            out.print(f"  latency: {report.latency_ms:.0f} ms")
-        out.print(f"  structured output: {escape(report.structured_output)}")
-        out.print(
-            f"  schema-valid answer: {'yes' if report.schema_valid else 'no'}"
-            + (f" (verdict {report.verdict})" if report.verdict else "")
-        )
-        if report.input_tokens is not None or report.output_tokens is not None:
-            out.print(f"  tokens: {report.input_tokens or 0} in, {report.output_tokens or 0} out")
-        if report.error:
-            out.print(f"  error: {escape(report.error)}")
-        for note in report.notes:
-            out.print(f"  note: {escape(note)}")
-    raise typer.Exit(0 if report.ok else 1)
+    return asyncio.run(run())
+
+
+def _print_report(report: CheckReport) -> None:
+    status = "[green]ok[/green]" if report.ok else "[red]FAILED[/red]"
+    out.print(f"{status} {escape(report.provider)}")
+    out.print(f"  model: {escape(report.model or '(unknown)')}")
+    if report.latency_ms is not None:
+        out.print(f"  latency: {report.latency_ms:.0f} ms")
+    out.print(f"  structured output: {escape(report.structured_output)}")
+    out.print(
+        f"  schema-valid answer: {'yes' if report.schema_valid else 'no'}"
+        + (f" (verdict {report.verdict})" if report.verdict else "")
+    )
+    if report.input_tokens is not None or report.output_tokens is not None:
+        out.print(f"  tokens: {report.input_tokens or 0} in, {report.output_tokens or 0} out")
+    if report.error:
+        out.print(f"  error: {escape(report.error)}")
+    for note in report.notes:
+        out.print(f"  note: {escape(note)}")
 
 
 cache_app = typer.Typer(rich_markup_mode=None)  # its help is the callback's docstring

@@ -105,3 +105,18 @@ def test_a_types_judge_panel_reviews_its_artifacts(server: ScriptedServer, tmp_p
         "openai:b",
         "openai:c",
     }
+
+
+def test_llm_check_checks_each_judge_of_a_panel(server: ScriptedServer) -> None:
+    def respond(request: Recorded) -> Reply:
+        if request.json["model"] == "b":
+            return Reply(400, {"error": {"message": "no such model"}})
+        return openai_reply(verdict("MET"))
+
+    server.responder = respond
+    spec = f"panel:majority(openai:a@{server.url}/v1 | openai:b@{server.url}/v1)"
+    result = CliRunner().invoke(app, ["llm", "check", spec, "--json"])
+    assert result.exit_code == 1, result.output
+    reports = json.loads(result.stdout)
+    assert [r["ok"] for r in reports] == [True, False]
+    assert reports[1]["provider"].startswith("openai:b@")
