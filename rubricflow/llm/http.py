@@ -29,7 +29,10 @@ from rubricflow.llm.secrets import SecretScrubber, key_like_parameter
 __all__ = ["HTTPProvider", "environment_proxy", "normalise_base_url"]
 
 _BODY_SHOWN = 300
-POOL_SHARD = 32
+#: connections per httpcore pool: its bookkeeping grows with the square of a pool's
+#: connections, so 32 in one pool cost 1.3 ms of CPU a judgment against 0.9 ms in pools
+#: of 8, which is what kept the reward path from the judge's pace beside other work
+POOL_SHARD = 8
 #: how long a host name that did not resolve fails every question at once (a DNS
 #: failure is not retried: trying the same name again a second later gives the same)
 UNRESOLVED_FOR = 30.0
