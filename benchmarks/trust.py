@@ -230,31 +230,45 @@ def _panel_llm(specs: Sequence[str]) -> str | None:
     return None if make is None else make(list(specs), "majority")
 
 
-async def panel(items: int, seed: int, delay: float) -> dict[str, Any]:
+async def _timed(llm: str | None, members: Sequence[str], world: Sequence[Item]) -> float:
+    """Seconds to judge `world` with `llm` (rubricflow's panel), or with the three
+    `members` asked concurrently when there is none."""
+    started = time.perf_counter()
+    if llm is not None:
+        await _judge(llm, world)
+    else:  # the panel's calls go out in parallel, as issue 28 states it
+        await asyncio.gather(*(_judge(spec, world) for spec in members))
+    return time.perf_counter() - started
+
+
+async def panel(items: int, seed: int, delay: float, rounds: int) -> dict[str, Any]:
     """One judge against a 3-judge panel on the same items (the server answers after
-    `delay`): wall times and their ratio."""
+    `delay`): the best of `rounds` wall times of each, after a one-item warm-up of each,
+    and their ratio."""
     world = script(items, seed)
     with RunningJudges(items, seed, delay) as judges:
         members = [judges.spec(f"panel-{name}") for name in "abc"]
-        started = time.perf_counter()
-        await _judge(members[0], world)
-        one = time.perf_counter() - started
         llm = _panel_llm(members)
-        started = time.perf_counter()
-        if llm is not None:
-            await _judge(llm, world)
-            source = "rubricflow.llm.panel (majority)"
-        else:  # the panel's calls out in parallel, as issue 28 states it
-            await asyncio.gather(*(_judge(spec, world) for spec in members))
-            source = "three judges asked concurrently (no rubricflow panel in this build)"
-        three = time.perf_counter() - started
+        await _timed(members[0], [], world[:1])
+        await _timed(llm, members, world[:1])
+        ones: list[float] = []
+        threes: list[float] = []
+        for _ in range(rounds):
+            ones.append(await _timed(members[0], [], world))
+            threes.append(await _timed(llm, members, world))
+    source = (
+        "rubricflow.llm.panel (majority)"
+        if llm is not None
+        else "three judges asked concurrently (no rubricflow panel in this build)"
+    )
     return {
         "panel_items": items,
         "panel_delay_s": delay,
-        "one_judge_s": one,
-        "panel_s": three,
+        "panel_rounds": rounds,
+        "one_judge_s": min(ones),
+        "panel_s": min(threes),
         "panel_from": source,
-        "panel / one judge wall time (bar <= 1.3)": three / one,
+        "panel / one judge wall time (bar <= 1.3)": min(threes) / min(ones),
     }
 
 
@@ -281,7 +295,7 @@ async def run(quick: bool = False) -> dict[str, Any]:
     figures.update(cascaded)
     figures.update(coverage(QUICK_DATASETS if quick else DATASETS))
     if quick:
-        figures.update(await panel(QUICK_PANEL_ITEMS, SEED, QUICK_PANEL_DELAY))
+        figures.update(await panel(QUICK_PANEL_ITEMS, SEED, QUICK_PANEL_DELAY, rounds=1))
     else:
-        figures.update(await panel(PANEL_ITEMS, SEED, PANEL_DELAY))
+        figures.update(await panel(PANEL_ITEMS, SEED, PANEL_DELAY, rounds=3))
     return figures
