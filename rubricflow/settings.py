@@ -507,8 +507,7 @@ class Settings:
         "RUBRICFLOW_LLM_LOGPROBS",
         "bool",
         None,
-        "ask OpenAI-compatible judges for token log-probabilities (a single answer's "
-        "confidence)",
+        "ask OpenAI-compatible judges for token log-probabilities (a single answer's confidence)",
         shown="0",
     )
     local_model: str | None = _var(
