@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, TypeVar
@@ -62,8 +62,8 @@ RubricSource = str | Path | RubricText
 
 
 def under_settings(
-    method: Callable[Concatenate[_C, _P], Awaitable[_R]],
-) -> Callable[Concatenate[_C, _P], Awaitable[_R]]:
+    method: Callable[Concatenate[_C, _P], Coroutine[Any, Any, _R]],
+) -> Callable[Concatenate[_C, _P], Coroutine[Any, Any, _R]]:
     """Run an operation with its core's settings bound (`rubricflow.settings.use`), so
     what it calls (loading, checks, the judge) reads them and not the environment."""
 
@@ -267,6 +267,16 @@ class Core:
         from rubricflow.runs import read_results_file
 
         return await asyncio.to_thread(read_results_file, path)
+
+    async def read_run(self, spec: str) -> RunData | None:
+        """The run of the results file `spec` names (when the path exists), or None when
+        `spec` names a stored run (an id, or `latest`: an `Application`'s `run`). A
+        directory, or a path that looks like a results file and does not exist, is a
+        `NotFoundError` saying what to give."""
+        from rubricflow.report.sources import results_path
+
+        path = results_path(spec)
+        return None if path is None else await self.read_results(path)
 
     def compare(self, a: RunData, b: RunData) -> RunComparison:
         """Run B against run A, matched by target id."""

@@ -31,6 +31,7 @@ from rubricflow.cli.shared import (
 
 if TYPE_CHECKING:
     from rubricflow.compare import Regression, RunComparison
+    from rubricflow.core import Core
     from rubricflow.runs import RunData
 
 __all__ = ["compare_command", "report_command"]
@@ -77,6 +78,27 @@ def _coloured(text: str, value: float | None) -> str:
     return f"[{'green' if value > 0 else 'red'}]{text}[/]"
 
 
+async def _runs(
+    core: Core, specs: list[str], db: str | None, *, artifact: str | None = None
+) -> list[RunData]:
+    """The runs `specs` name: results files are read by the store-less core; stored runs
+    (ids, `latest`) and an `artifact`'s evaluations come from the store at `db`, which
+    must exist (a report only reads)."""
+    from rubricflow.application import Application
+    from rubricflow.report.sources import STORED_RUN_REMEDY
+
+    found = [await core.read_run(spec) for spec in specs]
+    if artifact is None and all(run is not None for run in found):
+        return [run for run in found if run is not None]
+    async with await Application.open(
+        db, existing=True, remedy=STORED_RUN_REMEDY, settings=core.settings
+    ) as app:
+        runs = [run or await app.run(spec) for run, spec in zip(found, specs, strict=True)]
+        if artifact is not None:
+            runs.append(await app.artifact_run(artifact))
+    return runs
+
+
 def report_command(
     run: Annotated[
         str | None,
@@ -111,18 +133,14 @@ def report_command(
     Exit 0 when the report was written, 2 on usage or input errors (unknown run, missing
     or malformed results file, an artifact with no evaluations).
     """
-    from rubricflow.report import artifact_run, resolve_run, write_report
+    from rubricflow.core import Core
     from rubricflow.runs import summarize
 
     if (run is None) == (artifact is None):
         fail("give either RUN (a results file, a run id or `latest`) or --artifact ID")
-    if run is not None:
-        data = run_async(resolve_run(run, db))
-    else:
-        assert artifact is not None
-        data = run_async(artifact_run(artifact, db))
-    with user_errors():
-        written = write_report(data, output, title=title)
+    core = Core()
+    (data,) = run_async(_runs(core, [] if run is None else [run], db, artifact=artifact))
+    written = run_async(core.write_report(data, output, title=title))
     summary = summarize(data.evaluations)
     err.print(
         f"wrote {escape(str(written))}: {escape(data.info.id)}, {summary.total} target(s), "
@@ -173,8 +191,7 @@ def compare_command(
     regressed beyond --threshold, 1 when the pass rate or any criterion's pass rate fell
     by more than it, 2 on usage or input errors.
     """
-    from rubricflow.compare import compare_runs
-    from rubricflow.report import resolve_run
+    from rubricflow.core import Core
 
     if as_json and output_format not in (None, CompareFormat.json):
         fail(f"--json and --format {output_format.value} disagree; give one of them")
@@ -188,11 +205,9 @@ def compare_command(
         with user_errors():
             given_links = [parse_link(link) for link in links]
 
-    async def load() -> tuple[RunData, RunData]:
-        return await resolve_run(run_a, db), await resolve_run(run_b, db)
-
-    a, b = run_async(load())
-    comparison = compare_runs(a, b)
+    core = Core()
+    a, b = run_async(_runs(core, [run_a, run_b], db))
+    comparison = core.compare(a, b)
     for warning in comparison.warnings:
         err.print(f"warning: {escape(warning)}")
     if not comparison.shared:

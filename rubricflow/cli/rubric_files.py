@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -18,6 +19,8 @@ from rubricflow.cli.shared import (
     fail,
     out,
     plugin_manager,
+    run_async,
+    store_less_core,
     user_errors,
 )
 from rubricflow.errors import RubricflowError, RubricValidationError
@@ -51,12 +54,11 @@ def validate_command(
     Exit 0 when every file is valid, 1 when any is invalid (with --strict: or fails the
     meta-rubric, or names a check or scorer that is not installed), 2 on usage errors.
     """
-    from rubricflow.validation import lint_file
-
-    plugins = plugin_manager()
-    if format is not None and format not in plugins.formats:
-        fail(f"unknown format {format!r}; known formats: {', '.join(sorted(plugins.formats))}")
-    reports = [lint_file(path, format=format, plugins=plugins) for path in paths]
+    core = store_less_core()
+    known = core.plugins.formats
+    if format is not None and format not in known:
+        fail(f"unknown format {format!r}; known formats: {', '.join(sorted(known))}")
+    reports = run_async(core.lint_rubric_files(paths, format=format))
     if as_json:
         out.print_json(json.dumps({"files": [r.to_dict() for r in reports]}))
     else:
@@ -122,14 +124,12 @@ def convert_command(
     ] = False,
 ) -> None:
     """Convert a rubric file from any supported format into the native format."""
-    from rubricflow.formats.loader import load_file
-    from rubricflow.formats.native import dump_rubrics
-
     if to != "native":
         fail(f"cannot convert to {to!r}; the only target format is native")
-    plugins = plugin_manager()
+    fmt = "json" if as_json or (output is not None and output.suffix.lower() == ".json") else "yaml"
+    core = store_less_core()
     try:
-        loaded = load_file(path, format=format, plugins=plugins)
+        text, loaded = asyncio.run(core.convert(path, format=format, to=fmt))
     except RubricValidationError as error:
         for problem in error.problems:
             where = f"{escape(problem.path)}: " if problem.path else ""
@@ -139,8 +139,6 @@ def convert_command(
         fail(str(error))
     for warning in loaded.warnings:
         err.print(f"{escape(str(path))}: warning: {escape(str(warning))}")
-    fmt = "json" if as_json or (output is not None and output.suffix.lower() == ".json") else "yaml"
-    text = dump_rubrics(loaded.rubrics, fmt)
     if output is None:
         sys.stdout.write(text)
         return

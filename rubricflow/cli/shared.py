@@ -24,6 +24,7 @@ from rubricflow.settings import current
 if TYPE_CHECKING:
     from rubricflow.application import Application
     from rubricflow.client import AsyncClient
+    from rubricflow.core import Core
     from rubricflow.llm.session import LLMSession
     from rubricflow.model import Rubric
     from rubricflow.plugins import PluginRegistry
@@ -66,6 +67,7 @@ __all__ = [
     "run_async",
     "run_on",
     "run_with_app",
+    "store_less_core",
     "table",
     "usage_text",
     "user_errors",
@@ -185,6 +187,14 @@ def refuse_actor(server: str | None, actor: str | None) -> None:
     """`--actor` names who acts in the audit trail; a server records its token's name."""
     if server is not None and actor is not None:
         fail("--actor cannot be used with --server: the server records the token's name")
+
+
+def store_less_core() -> Core:
+    """The store-less core (`rubricflow.core.Core`) with every installed plugin, for the
+    commands that open no database; a broken plugin is a clear error."""
+    from rubricflow.core import Core
+
+    return Core(plugins=plugin_manager())
 
 
 def plugin_manager() -> PluginRegistry:

@@ -9,6 +9,5 @@ target's criterion results, filterable by verdict and by failed criterion.
 from __future__ import annotations
 
 from rubricflow.report.html import render_report, write_report
-from rubricflow.report.sources import artifact_run, resolve_run
 
-__all__ = ["artifact_run", "render_report", "resolve_run", "write_report"]
+__all__ = ["render_report", "write_report"]

@@ -9,17 +9,17 @@ from typing import TYPE_CHECKING
 
 from rubricflow.errors import NotFoundError
 from rubricflow.results import Evaluation
-from rubricflow.runs import RunData, RunInfo, read_results_file
+from rubricflow.runs import RunData, RunInfo
+from rubricflow.settings import env_name
 
 if TYPE_CHECKING:
     from rubricflow.store import Store
 
 __all__ = [
     "LATEST",
-    "artifact_run",
+    "STORED_RUN_REMEDY",
     "looks_like_path",
-    "open_existing_store",
-    "resolve_run",
+    "results_path",
     "stored_artifact_run",
     "stored_run",
 ]
@@ -34,23 +34,17 @@ def looks_like_path(spec: str) -> bool:
     return "/" in spec or "\\" in spec or spec.lower().endswith(_RESULT_SUFFIXES)
 
 
-async def open_existing_store(db: str | None) -> Store:
-    """The store at `db` (default $RUBRICFLOW_DB, else ./rubricflow.db). A SQLite file
-    that does not exist is an error here, not a new empty database: reports only read."""
-    from rubricflow.store import Store
-    from rubricflow.store.url import DB_ENV, existing_store_url
-
-    url = existing_store_url(
-        db,
-        remedy=f"give the database the run was recorded in with --db URL (or set {DB_ENV}), "
-        "or give a results file written by `rubricflow eval --output FILE`",
-    )
-    return await Store.open(url)
+#: what to give instead when the store a run was asked from does not exist
+STORED_RUN_REMEDY = (
+    f"give the database the run was recorded in with --db URL (or set {env_name('db')}), "
+    "or give a results file written by `rubricflow eval --output FILE`"
+)
 
 
-async def resolve_run(spec: str, db: str | None = None) -> RunData:
-    """RUN as the CLI takes it: a results file (when the path exists), `latest` (the newest
-    run in the store) or a run id in the store."""
+def results_path(spec: str) -> Path | None:
+    """RUN as the CLI takes it, when it names a results file (the path exists); None when
+    it names a stored run (an id or `latest`). A directory, or a path that looks like a
+    results file and does not exist, is a `NotFoundError` saying what to give."""
     path = Path(spec)
     if path.is_dir():
         raise NotFoundError(
@@ -58,17 +52,13 @@ async def resolve_run(spec: str, db: str | None = None) -> RunData:
             "`rubricflow eval --output FILE`, or a run id"
         )
     if path.exists():
-        return read_results_file(path)
+        return path
     if looks_like_path(spec):
         raise NotFoundError(
             f"{spec}: no such results file; check the path (write one with "
             "`rubricflow eval RUBRIC TARGETS --output FILE`), or give a run id from the store"
         )
-    store = await open_existing_store(db)
-    try:
-        return await stored_run(store, spec)
-    finally:
-        await store.close()
+    return None
 
 
 async def stored_run(store: Store, run_id: str) -> RunData:
@@ -82,15 +72,6 @@ async def stored_run(store: Store, run_id: str) -> RunData:
             )
         run_id = latest.id
     return await store.runs.load(run_id)
-
-
-async def artifact_run(artifact_id: str, db: str | None = None) -> RunData:
-    """`stored_artifact_run` in the store at `db` (which must exist)."""
-    store = await open_existing_store(db)
-    try:
-        return await stored_artifact_run(store, artifact_id)
-    finally:
-        await store.close()
 
 
 async def stored_artifact_run(store: Store, artifact_id: str) -> RunData:
