@@ -159,6 +159,13 @@ class Application(Core):
         return application
 
     @staticmethod
+    def resolve_db(db: str | None = None) -> str:
+        """The database URL `db` names (default `settings.db`, else ./rubricflow.db)."""
+        from rubricflow.store import resolve_url
+
+        return resolve_url(db)
+
+    @staticmethod
     def display_db(db: str | None = None) -> str:
         """The store `db` names (default `settings.db`), as shown to a user: its URL with
         any password masked."""

@@ -18,35 +18,27 @@ db_app = typer.Typer(help="Manage the store's database schema.", no_args_is_help
 @db_app.command("upgrade")
 def db_upgrade(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Apply every pending schema migration."""
-    from rubricflow.store import Database, resolve_url
-    from rubricflow.store.url import display_url
-
-    async def main() -> tuple[str | None, str | None, bool]:
-        database = await Database.open(db, upgrade=True)
-        try:
-            now = await database.current_revision()
-            before = database.migrated[0] if database.migrated else now
-            return before, now, database.migrated is not None
-        finally:
-            await database.close()
+    from rubricflow.application import Application
 
     try:
-        where = display_url(resolve_url(db))
-        before, now, upgraded = asyncio.run(main())
+        where = Application.display_db(db)
+        done = asyncio.run(Application.upgrade_db(db))
     except RubricflowError as error:
         fail(str(error))
-    head = Database.head_revision()
     if as_json:
         print_json(
             {
                 "database": where,
-                "before": before,
-                "revision": now,
-                "head": head,
-                "upgraded": upgraded,
+                "before": done.before,
+                "revision": done.revision,
+                "head": done.head,
+                "upgraded": done.upgraded,
             }
         )
-    elif upgraded:
-        out.print(f"upgraded {escape(where)} from schema {before or 'none'} to {now} (current)")
+    elif done.upgraded:
+        out.print(
+            f"upgraded {escape(where)} from schema {done.before or 'none'} to "
+            f"{done.revision} (current)"
+        )
     else:
-        out.print(f"{escape(where)} is at schema {now} (current); nothing to do")
+        out.print(f"{escape(where)} is at schema {done.revision} (current); nothing to do")

@@ -164,11 +164,12 @@ def cache(
 
 def _hint_at_the_store() -> None:
     """$RUBRICFLOW_DB names a store whose cache `eval --db` fills: say how to see it."""
-    from rubricflow.store.url import DB_ENV
+    from rubricflow.settings import env_name
 
     if current().db:
         err.print(
-            f"note: this is the local cache file; the judge cache of the store in ${DB_ENV} "
+            f"note: this is the local cache file; the judge cache of the store in "
+            f"${env_name('db')} "
             "(used by `rubricflow eval --db` and by reviews) is shown by "
             "`rubricflow llm cache --store`"
         )
@@ -176,13 +177,7 @@ def _hint_at_the_store() -> None:
 
 def _store_cache(db: str | None, *, clear: bool, as_json: bool) -> None:
     """`llm cache --db URL` / `--store`: the store's judge cache, shown or cleared."""
-    from rubricflow.store.url import existing_store_url
-
-    try:
-        url = existing_store_url(db)
-    except RubricflowError as error:
-        fail(str(error))
-    stats = run_with_app(url, lambda app: app.judge_cache_stats(clear=clear))
+    stats = run_with_app(db, lambda app: app.judge_cache_stats(clear=clear), existing=True)
     _show_cache_stats(
         stats,
         f"judge cache in {escape(stats['db'])}: {stats['entries']} answer(s), "
@@ -216,13 +211,9 @@ _STORE_OPTION = typer.Option(
 def _cache_entries(db: str | None, use_store: bool) -> list[tuple[str, str]]:
     """Every (key, value) of the local cache file, or of a store's cache."""
     if db is not None or use_store:
-        from rubricflow.store.url import existing_store_url
-
-        try:
-            url = existing_store_url(db)
-        except RubricflowError as error:
-            fail(str(error))
-        entries: list[tuple[str, str]] = run_with_app(url, lambda app: app.judge_cache_entries())
+        entries: list[tuple[str, str]] = run_with_app(
+            db, lambda app: app.judge_cache_entries(), existing=True
+        )
         return entries
     from rubricflow.llm.cache import default_cache
 
@@ -294,13 +285,7 @@ def import_(
         fail(str(error))
     entries = [(a.key, a.cache_value()) for a in answers]
     if db is not None or use_store:
-        from rubricflow.store.url import existing_store_url
-
-        try:
-            url = existing_store_url(db)
-        except RubricflowError as error:
-            fail(str(error))
-        run_with_app(url, lambda app: app.judge_cache_add(entries))
+        run_with_app(db, lambda app: app.judge_cache_add(entries), existing=True)
         where = "the store's judge cache"
     else:
         from rubricflow.llm.cache import default_cache

@@ -135,8 +135,8 @@ def serve_command(
 
     Needs the `server` extra. Every endpoint but /healthz, /readyz and /openapi.json needs
     a token ('rubricflow tokens create'); the API's documentation is at /docs."""
+    from rubricflow.application import Application
     from rubricflow.errors import ConfigurationError
-    from rubricflow.store import resolve_url
 
     try:
         import uvicorn
@@ -168,7 +168,7 @@ def serve_command(
         settings = dataclasses.replace(
             ServerSettings.from_settings(current()),
             **given,
-            db=resolve_url(db),
+            db=Application.resolve_db(db),
             host=host,
             auth=not no_auth,
             max_body_bytes=max_body,

@@ -121,16 +121,18 @@ def run_with_app(
     *,
     upgrade: bool = False,
     lease_seconds: float | None = None,
+    existing: bool = False,
 ) -> T:
     """Open the application core over the store at `db`, run `work(app)`, close it;
-    rubricflow errors become a message and exit 2."""
+    rubricflow errors become a message and exit 2. With `existing`, a SQLite file that
+    does not exist is that error, not a new empty store (a look must not create one)."""
     from rubricflow.application import Application
 
     async def main() -> T:
         from rubricflow.telemetry import attach
 
         async with await Application.open(
-            db, upgrade=upgrade, lease_seconds=lease_seconds
+            db, upgrade=upgrade, lease_seconds=lease_seconds, existing=existing
         ) as application:
             detach = attach(application)  # review transitions as span events, when tracing
             try:

@@ -115,13 +115,11 @@ class RubricLookup:
         key = (rubric_id, version)
         if key not in self._from_store:
             from rubricflow.application import Application
-            from rubricflow.store.url import existing_store_url
 
             async def get() -> Rubric | None:
-                url = existing_store_url(
-                    self.db, remedy="give an existing store with --rubric-db URL"
+                app = await Application.open(
+                    self.db, existing=True, remedy="give an existing store with --rubric-db URL"
                 )
-                app = await Application.open(url)
                 try:
                     return await app.rubrics.get(rubric_id, version)
                 except NotFoundError:
