@@ -498,36 +498,48 @@ def _problem(criterion: Criterion, result: CriterionResult) -> bool:
     return (result.verdict == "UNMET") == (criterion.weight >= 0)
 
 
+def _goodness(criterion: Criterion, result: CriterionResult) -> Fraction:
+    score = result.exact_score or Fraction(0)
+    return score if criterion.weight >= 0 else 1 - score
+
+
 def combine_passes(
     criterion: Criterion, given: CriterionResult, reversed_: CriterionResult
 ) -> CriterionResult:
     """The double pass's result: a positive criterion is MET only if both passes say so,
-    a penalty is present if either pass finds it; a pass without a verdict leaves the
-    criterion `unable_to_evaluate` unless the other found the problem. A flip (the passes
-    disagree) is recorded in the evidence and lowers the confidence."""
+    a penalty is present if either pass finds it (the pass worse for the content wins);
+    a pass without a verdict leaves the criterion `unable_to_evaluate` unless the other
+    found the problem. A flip (the passes disagree) is recorded in the evidence and
+    halves the confidence (0.5, source `double_pass`, when there was none)."""
     calls = given.llm_calls + reversed_.llm_calls
-    said = [
-        f"pass {n} ({order} order): {r.verdict or r.status}"
+    said = "; ".join(
+        f"pass {n} ({order} order): {r.verdict or r.level or r.score or r.status}"
         for n, order, r in ((1, "given", given), (2, "reversed", reversed_))
-    ]
-    if given.scored and reversed_.scored and given.verdict == reversed_.verdict:
-        chosen = given
-        sure = [r.confidence for r in (given, reversed_) if r.confidence is not None]
-        confidence = (min(sure), given.confidence_source) if sure else (None, None)
-        evidence = (*given.evidence, f"double pass: both passes agree ({given.verdict})")
+    )
+    sure = [r.confidence for r in (given, reversed_) if r.confidence is not None]
+    if given.scored and reversed_.scored:
+        if given.exact_score == reversed_.exact_score:
+            shown = given.verdict or given.level or given.score
+            evidence = (*given.evidence, f"double pass: both passes agree ({shown})")
+            source = given.confidence_source or reversed_.confidence_source
+            update: dict[str, Any] = {
+                "confidence": min(sure) if sure else None,
+                "confidence_source": source if sure else None,
+            }
+            return given.model_copy(update={"evidence": evidence, "llm_calls": calls, **update})
+        chosen = min((given, reversed_), key=lambda r: _goodness(criterion, r))
+        note = "position bias flip"
     else:
-        problem = next((r for r in (given, reversed_) if _problem(criterion, r)), None)
-        flip = given.scored and reversed_.scored
-        if problem is None:
-            chosen = given if not given.scored else reversed_
-            evidence = (*chosen.evidence, "double pass: " + "; ".join(said))
+        chosen = next((r for r in (given, reversed_) if _problem(criterion, r)), None) or (
+            given if not given.scored else reversed_
+        )
+        if not chosen.scored:
+            evidence = (*chosen.evidence, f"double pass: {said}")
             return chosen.model_copy(update={"evidence": evidence, "llm_calls": calls})
-        chosen = problem
-        kept = f"kept {problem.verdict}"
-        note = "position bias flip" if flip else "one pass gave no verdict"
-        evidence = (*chosen.evidence, f"double pass: {note}: {'; '.join(said)}; {kept}")
-        sure = [r.confidence for r in (given, reversed_) if r.confidence is not None]
-        confidence = (min(sure) / 2, chosen.confidence_source) if sure else (0.5, "double_pass")
+        note = "one pass gave no verdict"
+    kept = chosen.verdict or chosen.level or chosen.score
+    evidence = (*chosen.evidence, f"double pass: {note}: {said}; kept {kept}")
+    confidence = (min(sure) / 2, chosen.confidence_source) if sure else (0.5, "double_pass")
     return chosen.model_copy(
         update={
             "evidence": evidence,

@@ -376,3 +376,45 @@ def test_a_one_shot_entrys_value_is_found_for_its_logprob() -> None:
     assert value_probability(text, tokens, "verdict", "MET", "b") == pytest.approx(0.9)
     assert value_probability(text, tokens[:-1], "verdict", "MET", "b") is None  # not the text
     assert value_span(text, "verdict", "MET", scope="missing") is None
+
+
+async def test_a_double_pass_with_a_pass_missing_a_criterion(server: ScriptedServer) -> None:
+    """The reversed pass leaves `greets` out (twice: the re-ask too) and finds `rude`; the
+    given pass says greets MET and rude absent: greets cannot be confirmed (MET needs both
+    passes), and the flipped penalty is kept."""
+
+    def respond(request: Recorded) -> Reply:
+        ids = oneshot_ids(request)
+        if ids[0] == "greets":
+            said = {"greets": "MET", "refund": "MET", "rude": "UNMET"}
+        else:
+            said = {"refund": "MET", "rude": "MET"}
+        return openai_reply(
+            {"criteria": [{"id": i, "reasoning": "r", "verdict": v} for i, v in said.items()]}
+        )
+
+    server.responder = respond
+    session = LLMSession(f"openai:judge@{server.url}/v1", cache=None, settings=FAST)
+    evaluation = await judged(session, ONESHOT, double_pass=True)
+    greets, rude = evaluation.criterion("greets"), evaluation.criterion("rude")
+    assert greets.status == "unable_to_evaluate" and "double pass" in greets.evidence[-1]
+    assert rude.verdict == "MET" and "position bias flip" in rude.evidence[-1]
+    assert evaluation.verdict == "incomplete"
+
+
+async def test_a_panel_judges_one_shot_criteria_too(server: ScriptedServer) -> None:
+    def respond(request: Recorded) -> Reply:
+        model = model_of(request)
+        greets = "UNMET" if model == "c" else "MET"
+        said = {"greets": greets, "refund": "MET", "rude": "UNMET"}
+        ids = oneshot_ids(request)
+        return openai_reply(
+            {"criteria": [{"id": i, "reasoning": model, "verdict": said[i]} for i in ids]}
+        )
+
+    server.responder = respond
+    evaluation = await judged(panel_of(server, "any_unmet", "a", "b", "c"), ONESHOT)
+    greets = evaluation.criterion("greets")
+    assert greets.verdict == "UNMET" and greets.confidence == pytest.approx(1 / 3)
+    assert evaluation.criterion("refund").confidence == 1.0
+    assert len(server.requests) == 3
