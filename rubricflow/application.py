@@ -24,6 +24,15 @@ from rubricflow.errors import NotFoundError
 from rubricflow.settings import Settings, current, use
 from rubricflow.store import Store
 
+# The records these operations hand back, which a face names (the CLI, the tools, the
+# client): a face imports them from here, never from rubricflow.store.
+from rubricflow.store.artifact_models import Artifact, ArtifactEvent, ArtifactType, RubricBinding
+from rubricflow.store.evaluations import CriterionPassRate, EvaluationFilter, JudgeUsage
+from rubricflow.store.rubrics import RegisteredRubric, RubricVersionInfo
+from rubricflow.store.runs import RunOverview
+from rubricflow.store.tokens import ApiToken, IssuedToken
+from rubricflow.store.webhooks import DeliveryAttempt, WebhookDelivery, WebhookSubscription
+
 if TYPE_CHECKING:
     from rubricflow.calibration import LabelledExample, PassRateEstimate
     from rubricflow.calibration.propose import Proposal
@@ -36,11 +45,29 @@ if TYPE_CHECKING:
     from rubricflow.rubric_diff import RubricDiff
     from rubricflow.runs import RunData, RunInfo
     from rubricflow.store.evaluations import EvaluationStore
-    from rubricflow.store.rubrics import RegisteredRubric, RubricRegistry
-    from rubricflow.store.runs import RunOverview, RunStore
+    from rubricflow.store.rubrics import RubricRegistry
+    from rubricflow.store.runs import RunStore
     from rubricflow.webhooks import WebhookService
 
-__all__ = ["Application", "SchemaUpgrade"]
+__all__ = [
+    "ApiToken",
+    "Application",
+    "Artifact",
+    "ArtifactEvent",
+    "ArtifactType",
+    "CriterionPassRate",
+    "DeliveryAttempt",
+    "EvaluationFilter",
+    "IssuedToken",
+    "JudgeUsage",
+    "RegisteredRubric",
+    "RubricBinding",
+    "RubricVersionInfo",
+    "RunOverview",
+    "SchemaUpgrade",
+    "WebhookDelivery",
+    "WebhookSubscription",
+]
 
 
 def _masked(info: RunInfo) -> RunInfo:

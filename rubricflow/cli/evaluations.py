@@ -87,7 +87,7 @@ def evaluations_list(
     In a terminal under 110 columns the time and coverage columns are left out, so each
     id stays whole on one line; --json has every field.
     """
-    from rubricflow.store import EvaluationFilter
+    from rubricflow.application import EvaluationFilter
 
     refuse_server(
         server,

@@ -23,11 +23,10 @@ from rubricflow.cli.shared import (
 )
 
 if TYPE_CHECKING:
-    from rubricflow.application import Application
+    from rubricflow.application import Application, RubricVersionInfo
     from rubricflow.client import AsyncClient
     from rubricflow.model import Rubric
     from rubricflow.rubric_diff import RubricDiff
-    from rubricflow.store.rubrics import RubricVersionInfo
     from rubricflow.wire import RubricDiffOut, RubricVersionOut
 
 __all__ = ["rubrics_app"]
@@ -49,7 +48,7 @@ def _rubric_summary(rubric: Rubric) -> dict[str, Any]:
 
 
 def _version_info(version: RubricVersionOut) -> RubricVersionInfo:
-    from rubricflow.store.rubrics import RubricVersionInfo
+    from rubricflow.application import RubricVersionInfo
 
     return RubricVersionInfo(
         rubric_id=version.id,

@@ -22,8 +22,7 @@ from rubricflow.cli.shared import (
 )
 
 if TYPE_CHECKING:
-    from rubricflow.application import Application
-    from rubricflow.store.tokens import ApiToken, IssuedToken
+    from rubricflow.application import ApiToken, Application, IssuedToken
 
 __all__ = ["parse_expiry", "tokens_app"]
 

@@ -25,8 +25,12 @@ from rubricflow.cli.shared import (
 )
 
 if TYPE_CHECKING:
-    from rubricflow.application import Application
-    from rubricflow.store.webhooks import DeliveryAttempt, WebhookDelivery, WebhookSubscription
+    from rubricflow.application import (
+        Application,
+        DeliveryAttempt,
+        WebhookDelivery,
+        WebhookSubscription,
+    )
     from rubricflow.webhooks import DeliveryStats
 
 __all__ = ["webhooks_app"]

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 from rubricflow.errors import NotFoundError, PermissionDeniedError
 
 if TYPE_CHECKING:
-    from rubricflow.application import Application
-    from rubricflow.store.artifact_models import Artifact
+    from rubricflow.application import Application, Artifact
 
 __all__ = ["Caller", "LocalCaller", "require_readable", "require_submittable"]
 
