@@ -1,8 +1,9 @@
-"""One `rubricflow eval` run, below the CLI: the store (with the run's rubric registered),
-the judge cache it shares, Ctrl-C (the first stops taking targets, the second abandons
-those in flight), the batch run, and closing judge, run and store in that order whatever
-happens. What the user sees (each evaluation, progress, messages) is the caller's, told
-through an `EvalObserver`; the CLI prints, this module only runs."""
+"""One `rubricflow eval` run, below the CLI: the store, through an `Application` (with
+the run's rubric registered), the judge cache it shares, Ctrl-C (the first stops taking
+targets, the second abandons those in flight), the batch run, and closing judge, run and
+store in that order whatever happens. What the user sees (each evaluation, progress,
+messages) is the caller's, told through an `EvalObserver`; the CLI prints, this module
+only runs."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ from rubricflow.results import Evaluation, Target
 from rubricflow.runs import RunInfo
 
 if TYPE_CHECKING:
+    from rubricflow.application import Application
     from rubricflow.llm.session import LLMSession
-    from rubricflow.store import Store
 
 __all__ = ["EvalObserver", "EvalRun"]
 
@@ -84,7 +85,8 @@ class EvalRun:
         **options: Any,
     ) -> None:
         """Evaluate `cases` (`total` of them when known); `options` go to `BatchRun.run`."""
-        store = await self._open_store()
+        application = await self._open_application()
+        store = None if application is None else application.store
         if store is not None and self.share_cache:
             self.judge.cache = store.judge_cache
         batch = BatchRun(
@@ -118,25 +120,25 @@ class EvalRun:
             try:
                 await batch.close(interrupted=self.interrupted)
             finally:
-                if store is not None:
-                    await store.close()
+                if application is not None:
+                    await application.close()
 
-    async def _open_store(self) -> Store | None:
-        """The store at `db` (None without one), with the shared rubric registered (the
-        same content again is a no-op)."""
+    async def _open_application(self) -> Application | None:
+        """The application over the store at `db` (None without one), with the shared
+        rubric registered (the same content again is a no-op)."""
         if self.db is None:
             return None
-        from rubricflow.store import Store
+        from rubricflow.application import Application
 
-        store = await Store.open(self.db)
+        application = await Application.open(self.db)
         if self.rubric is None:
-            return store
+            return application
         try:
-            await store.rubrics.register(self.rubric, source_format=self.source_format)
+            await application.rubrics.register(self.rubric, source_format=self.source_format)
         except BaseException:
-            await store.close()
+            await application.close()
             raise
-        return store
+        return application
 
     def _on_interrupt(self, observer: EvalObserver, main_task: asyncio.Task[Any] | None) -> None:
         """Ctrl-C: the first stops taking targets, the second abandons those in flight."""
