@@ -17,7 +17,13 @@ if TYPE_CHECKING:
     from rubricflow.llm.session import LLMSession
     from rubricflow.server.settings import ServerSettings
 
-__all__ = ["check_judge_spec", "configure_reviews", "judge_session", "judged_criteria"]
+__all__ = [
+    "check_judge_spec",
+    "check_type_judge",
+    "configure_reviews",
+    "judge_session",
+    "judged_criteria",
+]
 
 NO_JUDGE = (
     "this server has no judge: start it with 'rubricflow serve --llm SPEC' (or set "
@@ -63,6 +69,31 @@ def check_judge_spec(spec: str) -> None:
     from rubricflow.llm.session import LLMSession
 
     LLMSession(spec, allow_import=False, cache=None).provider_now()
+
+
+def check_type_judge(spec: str, settings: ServerSettings) -> None:
+    """A type's judge set over the API may name only the judges the server was started
+    with (its judge, or the judges of its panel), in any panel: a request never sends
+    content, or the key for other hosts, to a judge of its own choosing. The judge is then
+    made now (no code imported), not at the first review."""
+    from rubricflow.llm.panel import as_panel
+
+    def judges(text: str | None) -> list[str]:
+        if not text:
+            return []
+        panel = as_panel(text)
+        return [str(j).strip() for j in panel.judges] if panel else [text.strip()]
+
+    allowed = judges(settings.judge)
+    unknown = [judge for judge in judges(spec) if judge not in allowed]
+    if unknown:
+        shown = ", ".join(allowed) or "none"
+        raise ConfigurationError(
+            f"judge {unknown[0]!r} is not one of this server's judges ({shown}): over the API "
+            "a type's judge may name only those; start the server with it (rubricflow serve "
+            "--llm ... --panel ...), or set the type locally with 'rubricflow types set --db'"
+        )
+    check_judge_spec(spec)
 
 
 def configure_reviews(application: Application, settings: ServerSettings) -> None:

@@ -91,7 +91,8 @@ class ArtifactTypeIn(_Body):
             default=None,
             description="The LLM judge for this type's reviews: a spec, or a panel "
             "`panel:POLICY(A | B | ...)` (POLICY: majority, unanimous, any_unmet, mean, median); "
-            "default the server's judge. A `python:` judge is refused.",
+            "default the server's judge. It may name only the judges the server was started "
+            "with (in a panel of the type's own).",
         )
     )
 

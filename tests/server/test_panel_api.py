@@ -1,6 +1,7 @@
 """The server's judge may be a panel (`serve --llm A --llm B --panel POLICY`): the API's
 evaluations carry each criterion's confidence and the margin; a type's own judge is
-checked when it is set, and a `python:` judge is refused. In process (TestClient)."""
+checked when it is set: over the API it may name only the server's judges. In process
+(TestClient)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ criteria:
 """
 
 
-def test_a_panel_judges_for_the_api_and_types_judges_are_checked(tmp_path: Path) -> None:
+def test_a_panel_judges_for_the_api_and_a_types_judge_names_only_the_servers(
+    tmp_path: Path,
+) -> None:
     def respond(request: Recorded) -> Reply:
         return openai_reply(verdict("UNMET" if request.json["model"] == "c" else "MET"))
 
@@ -53,7 +56,15 @@ def test_a_panel_judges_for_the_api_and_types_judges_are_checked(tmp_path: Path)
             )
             assert refused.status_code in (400, 403, 422), refused.text
             assert "python" in refused.text
-            kept = client.put("/v1/types/note", json={"judge": spec})
+            stranger = client.put(
+                "/v1/types/note", json={"judge": "openai:x@http://203.0.113.9/v1"}
+            )
+            assert stranger.status_code == 422 and "not one of this server's judges" in (
+                stranger.text
+            )
+            # the server's judges, in a panel of the type's own
+            subset = panel_spec([f"openai:{m}@{judge.url}/v1" for m in "ab"], "any_unmet")
+            kept = client.put("/v1/types/note", json={"judge": subset})
             assert kept.status_code == 200, kept.text
-            assert kept.json()["judge"] == spec
+            assert kept.json()["judge"] == subset
     assert len(judge.requests) == 3

@@ -3,11 +3,11 @@ types its token allows (another type is 404, as if it did not exist); admins def
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Request
 
 from rubricflow.errors import NotFoundError
 from rubricflow.server.auth import Admin, AppDep, Submitter
-from rubricflow.server.judging import check_judge_spec
+from rubricflow.server.judging import check_type_judge
 from rubricflow.server.params import TypeNamePath
 from rubricflow.server.problems import PROBLEM_RESPONSES
 from rubricflow.store.artifact_models import ArtifactType
@@ -44,10 +44,14 @@ async def get_type(name: TypeName, principal: Submitter, application: AppDep) ->
     responses={k: PROBLEM_RESPONSES[k] for k in (409, 422)},
 )
 async def set_type(
-    name: TypeName, body: ArtifactTypeIn, principal: Admin, application: AppDep
+    name: TypeName,
+    body: ArtifactTypeIn,
+    principal: Admin,
+    application: AppDep,
+    request: Request,
 ) -> ArtifactType:
     if not principal.allows_type(name):
         raise HTTPException(403, f"token {principal.name!r} may not act on artifact type {name!r}")
     if body.judge is not None:
-        check_judge_spec(body.judge)  # made now (no code imported), not at the first review
+        check_type_judge(body.judge, request.app.state.settings)
     return await application.artifacts.set_type(body.to_type(name))
