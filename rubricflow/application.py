@@ -15,9 +15,10 @@ cache is `store.judge_cache`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import builtins
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rubricflow.core import Core, RubricSource, Trust, under_settings
 from rubricflow.errors import NotFoundError
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from rubricflow.llm import LLMSession
     from rubricflow.model import Rubric
     from rubricflow.plugins import PluginRegistry
+    from rubricflow.results import Evaluation
     from rubricflow.review import ArtifactRegistry, ReviewOutcome
     from rubricflow.rubric_diff import RubricDiff
     from rubricflow.runs import RunData, RunInfo
@@ -55,11 +57,13 @@ __all__ = [
     "Artifact",
     "ArtifactEvent",
     "ArtifactType",
+    "ArtifactsAPI",
     "CriterionPassRate",
     "DeliveryAttempt",
     "EvaluationFilter",
     "IssuedToken",
     "JudgeUsage",
+    "LocalArtifacts",
     "RegisteredRubric",
     "RubricBinding",
     "RubricVersionInfo",
@@ -218,6 +222,11 @@ class Application(Core):
             )
         finally:
             await database.close()
+
+    def artifacts_api(self, actor: str) -> LocalArtifacts:
+        """The artifact operations as `ArtifactsAPI` (the HTTP client's signatures), acting
+        as `actor`."""
+        return LocalArtifacts(self, actor)
 
     async def close(self) -> None:
         if self._artifacts is not None:
@@ -415,3 +424,154 @@ class Application(Core):
                 return proposal, None
             pairs = [(proposal.draft, "rubricflow")]
             return proposal, (await self.store.rubrics.register_pairs(pairs))[0]
+
+
+class ArtifactsAPI(Protocol):
+    """The artifact operations every door offers, with one signature: the in-process
+    side (`Application.artifacts_api(actor)`) and the HTTP client
+    (`rubricflow.client.AsyncClient`) both satisfy it, so a command written against it
+    runs locally or against a server by the same code. Who acts is the API's own: the
+    local actor given when it was made, or the token's holder on a server."""
+
+    async def list_types(self) -> builtins.list[ArtifactType]: ...
+    async def get_type(self, name: str) -> ArtifactType: ...
+    async def set_type(self, name: str, definition: ArtifactType) -> ArtifactType: ...
+    async def create(
+        self,
+        type: str,
+        content: Any,
+        *,
+        title: str | None = None,
+        artifact_id: str | None = None,
+    ) -> Artifact: ...
+    async def get(self, artifact_id: str) -> Artifact: ...
+    def list(
+        self,
+        *,
+        type: str | None = None,
+        status: str | None = None,
+        page_size: int = 50,
+        limit: int | None = None,
+    ) -> AsyncIterator[Artifact]: ...
+    async def history(self, artifact_id: str) -> builtins.list[ArtifactEvent]: ...
+    async def evaluations(
+        self, artifact_id: str, revision: int | None = None
+    ) -> builtins.list[Evaluation]: ...
+    async def revise(self, artifact_id: str, content: Any, *, reason: str) -> Artifact: ...
+    async def approve(self, artifact_id: str, *, reason: str) -> Artifact: ...
+    async def reject(self, artifact_id: str, *, reason: str) -> Artifact: ...
+    async def override(self, artifact_id: str, *, reason: str) -> Artifact: ...
+    async def withdraw(self, artifact_id: str, *, reason: str | None = None) -> Artifact: ...
+    async def archive(self, artifact_id: str, *, reason: str | None = None) -> Artifact: ...
+    async def retry(self, artifact_id: str, *, reason: str | None = None) -> Artifact: ...
+    async def supersede(
+        self, artifact_id: str, *, reason: str, by: str | None = None
+    ) -> Artifact: ...
+
+
+class LocalArtifacts:
+    """`ArtifactsAPI` over an application's store, acting as `actor`. A refused trigger
+    is told as a person needs it (what they can do, and what to do about a review in
+    progress), as a server tells it."""
+
+    def __init__(self, application: Application, actor: str) -> None:
+        self._artifacts = application.artifacts
+        self.actor = actor
+
+    async def _told(self, change: Awaitable[Artifact]) -> Artifact:
+        from rubricflow.errors import IllegalTransitionError, ReviewError
+
+        try:
+            return await change
+        except IllegalTransitionError as error:
+            raise ReviewError(await self._artifacts.explain_refusal(error)) from None
+
+    async def list_types(self) -> builtins.list[ArtifactType]:
+        return await self._artifacts.list_types()
+
+    async def get_type(self, name: str) -> ArtifactType:
+        return await self._artifacts.get_type(name)
+
+    async def set_type(self, name: str, definition: ArtifactType) -> ArtifactType:
+        return await self._artifacts.set_type(definition.model_copy(update={"name": name}))
+
+    async def create(
+        self,
+        type: str,
+        content: Any,
+        *,
+        title: str | None = None,
+        artifact_id: str | None = None,
+    ) -> Artifact:
+        return await self._artifacts.create(
+            type, content, actor=self.actor, title=title, artifact_id=artifact_id
+        )
+
+    async def get(self, artifact_id: str) -> Artifact:
+        return await self._artifacts.get(artifact_id)
+
+    async def list(
+        self,
+        *,
+        type: str | None = None,
+        status: str | None = None,
+        page_size: int = 50,
+        limit: int | None = None,
+    ) -> AsyncIterator[Artifact]:
+        """Artifacts, most recently changed first (`limit` at most; read in one query, so
+        `page_size` is the HTTP client's concern only)."""
+        found = await self._artifacts.list_artifacts(
+            type_name=type, status=status, limit=_EVERY if limit is None else limit
+        )
+        for artifact in found:
+            yield artifact
+
+    async def history(self, artifact_id: str) -> builtins.list[ArtifactEvent]:
+        return await self._artifacts.history(artifact_id)
+
+    async def evaluations(
+        self, artifact_id: str, revision: int | None = None
+    ) -> builtins.list[Evaluation]:
+        return await self._artifacts.evaluations(artifact_id, revision)
+
+    async def revise(self, artifact_id: str, content: Any, *, reason: str) -> Artifact:
+        return await self._told(
+            self._artifacts.revise(artifact_id, content, actor=self.actor, reason=reason)
+        )
+
+    async def approve(self, artifact_id: str, *, reason: str) -> Artifact:
+        return await self._told(
+            self._artifacts.approve(artifact_id, actor=self.actor, reason=reason)
+        )
+
+    async def reject(self, artifact_id: str, *, reason: str) -> Artifact:
+        return await self._told(
+            self._artifacts.reject(artifact_id, actor=self.actor, reason=reason)
+        )
+
+    async def override(self, artifact_id: str, *, reason: str) -> Artifact:
+        return await self._told(
+            self._artifacts.override(artifact_id, actor=self.actor, reason=reason)
+        )
+
+    async def withdraw(self, artifact_id: str, *, reason: str | None = None) -> Artifact:
+        return await self._told(
+            self._artifacts.withdraw(artifact_id, actor=self.actor, reason=reason)
+        )
+
+    async def archive(self, artifact_id: str, *, reason: str | None = None) -> Artifact:
+        return await self._told(
+            self._artifacts.archive(artifact_id, actor=self.actor, reason=reason)
+        )
+
+    async def retry(self, artifact_id: str, *, reason: str | None = None) -> Artifact:
+        return await self._told(self._artifacts.retry(artifact_id, actor=self.actor, reason=reason))
+
+    async def supersede(self, artifact_id: str, *, reason: str, by: str | None = None) -> Artifact:
+        return await self._told(
+            self._artifacts.supersede(artifact_id, actor=self.actor, reason=reason, by=by)
+        )
+
+
+#: `LocalArtifacts.list` without a limit: every artifact
+_EVERY = 2**62

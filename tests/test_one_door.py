@@ -14,7 +14,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from rubricflow.application import Application
+from rubricflow.application import Application, ArtifactsAPI
 from rubricflow.cli import app as cli_app
 from rubricflow.core import Core, RubricText
 from rubricflow.errors import RubricValidationError
@@ -123,3 +123,60 @@ async def test_a_stranger_gives_text_not_a_path_and_a_local_file_may_read_beside
 
     with pytest.raises(ConfigurationError, match="comes as text"):
         await core.load_rubrics([path], trust="stranger")
+
+
+async def _scenario(api: ArtifactsAPI) -> list[Any]:
+    """One command's worth of artifact work, written once against the protocol."""
+    from rubricflow.application import ArtifactType, RubricBinding
+
+    saved = await api.set_type(
+        "note", ArtifactType(name="note", rubrics=(RubricBinding(rubric_id="post"),))
+    )
+    made = await api.create("note", "hello", title="first", artifact_id="n-1")
+    listed = [a.id async for a in api.list(type="note", limit=5)]
+    archived = await api.archive(made.id, reason="done with it")
+    events = await api.history(made.id)
+    return [
+        saved.name,
+        [t.name for t in await api.list_types()],
+        (await api.get(made.id)).title,
+        listed,
+        archived.status,
+        [(e.trigger, e.dest, e.reason) for e in events],
+        await api.evaluations(made.id),
+    ]
+
+
+async def test_the_artifacts_api_is_one_path_in_process_and_over_http(tmp_path: Path) -> None:
+    import httpx
+
+    from rubricflow.client import AsyncClient
+    from rubricflow.server import ServerSettings, create_app
+
+    results = []
+    for name in ("local", "remote"):
+        db = f"sqlite+aiosqlite:///{tmp_path / name}.db"
+        async with await Application.open(db) as application:
+            await application.register_rubrics(
+                [
+                    RubricText(
+                        json.dumps(_rubric({"method": "deterministic", "function": "json_valid"}))
+                    )
+                ]
+            )
+            if name == "local":
+                results.append(await _scenario(application.artifacts_api("alice")))
+        if name == "remote":
+            settings = ServerSettings(
+                db=db, auth=False, review_workers=0, webhooks=False, access_log=False
+            )
+            app = create_app(settings)
+            async with app.router.lifespan_context(app):
+                transport = httpx.ASGITransport(app=app)
+                async with AsyncClient(
+                    "http://127.0.0.1:8000", "unused", transport=transport
+                ) as client:
+                    results.append(await _scenario(client))
+    local, remote = results
+    assert local == remote
+    assert local[4] == "archived" and local[3] == ["n-1"]

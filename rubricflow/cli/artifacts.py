@@ -24,13 +24,14 @@ from rubricflow.cli.shared import (
     print_json,
     read_content,
     refuse_actor,
+    run_api,
     run_on,
     table,
 )
 from rubricflow.errors import IllegalTransitionError, NotFoundError, ReviewError
 
 if TYPE_CHECKING:
-    from rubricflow.application import Application
+    from rubricflow.application import Application, ArtifactsAPI
     from rubricflow.client import AsyncClient
     from rubricflow.review import Artifact, ReviewOutcome
     from rubricflow.wire import ReviewOutcomeOut
@@ -127,20 +128,12 @@ def artifacts_create(
     """Create an artifact in draft."""
     refuse_actor(server, actor)
     content = read_content(path)
-    artifact = run_on(
+    artifact = run_api(
         db,
         server,
         token,
-        local=lambda app: app.artifacts.create(
-            type_name,
-            content,
-            actor=actor or actor_default(),
-            title=title,
-            artifact_id=artifact_id,
-        ),
-        remote=lambda client: client.create(
-            type_name, content, title=title, artifact_id=artifact_id
-        ),
+        lambda api: api.create(type_name, content, title=title, artifact_id=artifact_id),
+        actor=actor,
     )
     if as_json:
         print_json(_artifact_json(artifact))
@@ -224,13 +217,7 @@ def artifacts_show(
     as_json: JsonOption = False,
 ) -> None:
     """An artifact's state and current content."""
-    artifact = run_on(
-        db,
-        server,
-        token,
-        local=lambda app: app.artifacts.get(artifact_id),
-        remote=lambda client: client.get(artifact_id),
-    )
+    artifact = run_api(db, server, token, lambda api: api.get(artifact_id))
     if as_json:
         print_json(_artifact_json(artifact))
         return
@@ -273,21 +260,13 @@ def artifacts_list(
     if status is not None and status not in STATES:
         fail(f"--status {status!r} is not a state; use one of {', '.join(STATES)}")
 
-    async def remote(client: AsyncClient) -> list[Artifact]:
-        listed = client.list(
+    async def listed(api: ArtifactsAPI) -> list[Artifact]:
+        found = api.list(
             type=type_name, status=status, page_size=min(limit + offset, 200), limit=limit + offset
         )
-        return [artifact async for artifact in listed][offset:]
+        return [artifact async for artifact in found][offset:]
 
-    found = run_on(
-        db,
-        server,
-        token,
-        local=lambda app: app.artifacts.list_artifacts(
-            type_name=type_name, status=status, limit=limit, offset=offset
-        ),
-        remote=remote,
-    )
+    found = run_api(db, server, token, listed)
     if as_json:
         print_json({"artifacts": [_artifact_json(a) for a in found]})
         return
@@ -317,13 +296,7 @@ def artifacts_history(
     as_json: JsonOption = False,
 ) -> None:
     """Every transition of an artifact, with who, why and which evaluations."""
-    events = run_on(
-        db,
-        server,
-        token,
-        local=lambda app: app.artifacts.history(artifact_id),
-        remote=lambda client: client.history(artifact_id),
-    )
+    events = run_api(db, server, token, lambda api: api.history(artifact_id))
     if as_json:
         print_json({"events": [e.to_dict() for e in events]})
         return
@@ -349,13 +322,7 @@ def artifacts_evaluations(
     as_json: JsonOption = False,
 ) -> None:
     """The evaluations stored for an artifact."""
-    found = run_on(
-        db,
-        server,
-        token,
-        local=lambda app: app.artifacts.evaluations(artifact_id, revision),
-        remote=lambda client: client.evaluations(artifact_id, revision),
-    )
+    found = run_api(db, server, token, lambda api: api.evaluations(artifact_id, revision))
     if as_json:
         print_json({"evaluations": [e.to_dict() for e in found]})
         return
@@ -378,14 +345,12 @@ def artifacts_revise(
     """A new revision with new content (back to draft; the old revision is superseded)."""
     refuse_actor(server, actor)
     content = read_content(path)
-    artifact = _run_transition(
+    artifact = run_api(
         db,
         server,
         token,
-        lambda app: app.artifacts.revise(
-            artifact_id, content, actor=actor or actor_default(), reason=reason
-        ),
-        lambda client: client.revise(artifact_id, content, reason=reason),
+        lambda api: api.revise(artifact_id, content, reason=reason),
+        actor=actor,
     )
     if as_json:
         print_json(_artifact_json(artifact))
@@ -393,7 +358,12 @@ def artifacts_revise(
         _print_artifact(artifact)
 
 
-def _decision(name: str, help_text: str, needs_reason: bool) -> None:
+def _decision(
+    name: str,
+    help_text: str,
+    needs_reason: bool,
+    decide: Callable[[ArtifactsAPI, str, str | None], Awaitable[Artifact]],
+) -> None:
     def command(
         artifact_id: Annotated[str, typer.Argument(metavar="ID", help="The artifact's id.")],
         # a default, not an annotation: the help text depends on this decision
@@ -413,17 +383,9 @@ def _decision(name: str, help_text: str, needs_reason: bool) -> None:
         if needs_reason and not reason:
             fail(f"{name} needs --reason: human decisions are on the record")
         refuse_actor(server, actor)
-        who = actor or actor_default()
-
-        async def work(app: Application) -> Artifact:
-            decide: Callable[..., Awaitable[Artifact]] = getattr(app.artifacts, name)
-            return await decide(artifact_id, actor=who, reason=reason)
-
-        async def remote(client: AsyncClient) -> Artifact:
-            decide: Callable[..., Awaitable[Artifact]] = getattr(client, name)
-            return await decide(artifact_id, reason=reason)
-
-        artifact = _run_transition(db, server, token, work, remote)
+        artifact = run_api(
+            db, server, token, lambda api: decide(api, artifact_id, reason), actor=actor
+        )
         if as_json:
             print_json(_artifact_json(artifact))
         else:
@@ -433,16 +395,42 @@ def _decision(name: str, help_text: str, needs_reason: bool) -> None:
     artifacts_app.command(name)(command)
 
 
-_decision("approve", "Approve an artifact whose review passed and awaits a human.", True)
-_decision("reject", "Reject an artifact, with a reason.", True)
-_decision("override", "Approve despite the rubrics, with a reason.", True)
-_decision("withdraw", "Take a queued artifact back to draft.", False)
-_decision("archive", "Archive an artifact (final).", False)
+_decision(
+    "approve",
+    "Approve an artifact whose review passed and awaits a human.",
+    True,
+    lambda api, artifact_id, reason: api.approve(artifact_id, reason=reason or ""),
+)
+_decision(
+    "reject",
+    "Reject an artifact, with a reason.",
+    True,
+    lambda api, artifact_id, reason: api.reject(artifact_id, reason=reason or ""),
+)
+_decision(
+    "override",
+    "Approve despite the rubrics, with a reason.",
+    True,
+    lambda api, artifact_id, reason: api.override(artifact_id, reason=reason or ""),
+)
+_decision(
+    "withdraw",
+    "Take a queued artifact back to draft.",
+    False,
+    lambda api, artifact_id, reason: api.withdraw(artifact_id, reason=reason),
+)
+_decision(
+    "archive",
+    "Archive an artifact (final).",
+    False,
+    lambda api, artifact_id, reason: api.archive(artifact_id, reason=reason),
+)
 _decision(
     "retry",
     "Queue a dead-lettered artifact for review again, once the cause of its failed reviews "
     "is fixed.",
     False,
+    lambda api, artifact_id, reason: api.retry(artifact_id, reason=reason),
 )
 
 
@@ -466,14 +454,9 @@ def artifacts_supersede(
     if not reason:
         fail("supersede needs --reason: human decisions are on the record")
     refuse_actor(server, actor)
-    who = actor or actor_default()
     given = reason
-    artifact = _run_transition(
-        db,
-        server,
-        token,
-        lambda app: app.artifacts.supersede(artifact_id, actor=who, reason=given, by=by),
-        lambda client: client.supersede(artifact_id, reason=given, by=by),
+    artifact = run_api(
+        db, server, token, lambda api: api.supersede(artifact_id, reason=given, by=by), actor=actor
     )
     if as_json:
         print_json(_artifact_json(artifact))

@@ -22,7 +22,7 @@ from rubricflow.errors import RubricflowError
 from rubricflow.settings import current
 
 if TYPE_CHECKING:
-    from rubricflow.application import Application
+    from rubricflow.application import Application, ArtifactsAPI
     from rubricflow.client import AsyncClient
     from rubricflow.core import Core
     from rubricflow.llm.session import LLMSession
@@ -65,6 +65,7 @@ __all__ = [
     "refuse_server",
     "refuse_unregistered_imports",
     "run_async",
+    "run_api",
     "run_on",
     "run_with_app",
     "store_less_core",
@@ -172,6 +173,27 @@ def run_on(
         return asyncio.run(main())
     except RubricflowError as error:
         fail(str(error))
+
+
+def run_api(
+    db: str | None,
+    server: str | None,
+    token: str | None,
+    work: Callable[[ArtifactsAPI], Awaitable[T]],
+    *,
+    actor: str | None = None,
+) -> T:
+    """One path for an artifacts command, wherever it runs: `work(api)` with the
+    `ArtifactsAPI` of the store at `db` (acting as `actor`, default the user's name), or,
+    with `--server URL`, of that server's HTTP client (acting as the token's holder)."""
+
+    async def local(app: Application) -> T:
+        return await work(app.artifacts_api(actor or actor_default()))
+
+    async def remote(client: AsyncClient) -> T:
+        return await work(client)
+
+    return run_on(db, server, token, local=local, remote=remote)
 
 
 def refuse_server(server: str | None, command: str, why: str = "") -> None:

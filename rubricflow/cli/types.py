@@ -18,7 +18,7 @@ from rubricflow.cli.shared import (
     out,
     print_json,
     read_content,
-    run_on,
+    run_api,
 )
 
 __all__ = ["types_app"]
@@ -100,13 +100,7 @@ def types_set(
         description=description,
         judge=judge_spec(llm, panel),
     )
-    saved = run_on(
-        db,
-        server,
-        token,
-        local=lambda app: app.artifacts.set_type(artifact_type),
-        remote=lambda client: client.set_type(name, artifact_type),
-    )
+    saved = run_api(db, server, token, lambda api: api.set_type(name, artifact_type))
     if as_json:
         print_json(saved.model_dump(mode="json"))
     else:
@@ -123,13 +117,7 @@ def types_show(
     as_json: JsonOption = False,
 ) -> None:
     """One artifact type."""
-    artifact_type = run_on(
-        db,
-        server,
-        token,
-        local=lambda app: app.artifacts.get_type(name),
-        remote=lambda client: client.get_type(name),
-    )
+    artifact_type = run_api(db, server, token, lambda api: api.get_type(name))
     if as_json:
         print_json(artifact_type.model_dump(mode="json"))
         return
@@ -154,13 +142,7 @@ def types_list(
     as_json: JsonOption = False,
 ) -> None:
     """Every artifact type (with --server: those the token's types allow)."""
-    found = run_on(
-        db,
-        server,
-        token,
-        local=lambda app: app.artifacts.list_types(),
-        remote=lambda client: client.list_types(),
-    )
+    found = run_api(db, server, token, lambda api: api.list_types())
     if as_json:
         print_json({"types": [t.model_dump(mode="json") for t in found]})
         return
