@@ -120,3 +120,34 @@ def test_llm_check_checks_each_judge_of_a_panel(server: ScriptedServer) -> None:
     reports = json.loads(result.stdout)
     assert [r["ok"] for r in reports] == [True, False]
     assert reports[1]["provider"].startswith("openai:b@")
+
+
+async def _queue(db: str) -> str:
+    from rubricflow.review import ArtifactType, RubricBinding
+
+    async with await Application.open(db) as application:
+        await application.store.rubrics.register(parse_rubric(RUBRIC))
+        binding = (RubricBinding(rubric_id="sources"),)
+        await application.artifacts.set_type(ArtifactType(name="note", rubrics=binding))
+        outcome = await application.create_and_submit("note", "text", actor="bot", defer=True)
+        return outcome.artifact.id
+
+
+async def _evaluations(db: str, artifact_id: str) -> Any:
+    async with await Application.open(db) as application:
+        return await application.artifacts.evaluations(artifact_id)
+
+
+def test_a_worker_judges_with_its_panel(server: ScriptedServer, tmp_path: Path) -> None:
+    server.responder = by_model
+    db = f"sqlite+aiosqlite:///{tmp_path / 'rf.db'}"
+    artifact_id = asyncio.run(_queue(db))
+    result = CliRunner().invoke(
+        app,
+        ["worker", "--once", "--db", db, *judges(server, "a", "c"), "--panel", "unanimous"],
+    )
+    assert result.exit_code == 0, result.output
+    (evaluation,) = asyncio.run(_evaluations(db, artifact_id))
+    cites = evaluation.criterion("cites")
+    assert cites.verdict == "MET" and cites.confidence == 1.0
+    assert cites.confidence_source == "panel"
