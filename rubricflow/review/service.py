@@ -34,7 +34,7 @@ from rubricflow.review.context import (
     ReviewContext,
 )
 from rubricflow.review.events import LiveStatus
-from rubricflow.review.lifecycle import DEAD_LETTERED, Lifecycle, max_failures_setting
+from rubricflow.review.lifecycle import Lifecycle, max_failures_setting
 from rubricflow.review.queries import ArtifactQueries
 from rubricflow.review.reviewing import Reviewer, ReviewOutcome
 from rubricflow.review.submission import ArtifactSubmitter
@@ -89,14 +89,6 @@ class ArtifactRegistry:
         if self._live is None:
             self._live = LiveStatus(self.store.database, self.plugins)
         return self._live
-
-    @property
-    def lease_seconds(self) -> float:
-        return self._context.lease_seconds
-
-    @lease_seconds.setter
-    def lease_seconds(self, seconds: float) -> None:
-        self._context.lease_seconds = seconds
 
     @property
     def max_failures(self) -> int:
@@ -295,15 +287,6 @@ class ArtifactRegistry:
         """Hand a claimed review back unfinished (`abort_review`, e.g. its worker is
         stopping): queued again at once for another worker, not counted as a failure."""
         return await self.reviewer.abandon(artifact, reason)
-
-    async def dead_letters(
-        self, *, type_name: str | None = None, limit: int = 50, offset: int = 0
-    ) -> builtins.list[Artifact]:
-        """Artifacts whose review failed too often in a row: out of the queue until a person
-        retries (`retry`), revises or archives them; most recently dead-lettered first."""
-        return await self.queries.list_artifacts(
-            type_name=type_name, status=DEAD_LETTERED, limit=limit, offset=offset
-        )
 
     async def retry(
         self,

@@ -42,14 +42,14 @@ async def test_a_review_failing_three_times_in_a_row_is_dead_lettered(
     assert "rubricflow artifacts retry a1" in (outcome.artifact.last_reason or "")
     # out of the queue: no worker claims it again, whenever it looks
     assert await registry.claim_next(worker="w/1") is None
-    assert [a.id for a in await registry.dead_letters()] == ["a1"]
+    assert [a.id for a in await registry.list_artifacts(status="dead_lettered")] == ["a1"]
     with pytest.raises(IllegalTransitionError):
         await registry.claim("a1", worker="w/1")
 
     # a person retries it: queued again, first in line, its failures forgiven
     retried = await registry.retry("a1", actor="alice", reason="fixed the check")
     assert (retried.status, retried.failures) == ("pending_review", 0)
-    assert await registry.dead_letters() == []
+    assert await registry.list_artifacts(status="dead_lettered") == []
     claimed = await registry.claim_next(worker="w/2")
     assert claimed is not None and claimed.id == "a1"
     triggers = [e.trigger for e in await registry.history("a1")]

@@ -144,7 +144,7 @@ async def test_two_workers_dead_letter_the_poison_approve_the_rest_and_stop_on_s
         for attempt in attempts:
             (shape,) = attempt.criteria
             assert shape.status == "error" and "regex time limit" in shape.notes, shape
-        assert [a.id for a in await registry.dead_letters()] == [bad.id]
+        assert [a.id for a in await registry.list_artifacts(status="dead_lettered")] == [bad.id]
         history = [e.trigger for e in await registry.history(bad.id)]
         assert history.count("start_review") == MAX_FAILURES  # no endless leases
         assert history[-1] == "dead_letter"
