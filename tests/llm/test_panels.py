@@ -9,6 +9,7 @@ import math
 import statistics
 import threading
 from collections import Counter
+from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
@@ -21,10 +22,28 @@ from rubricflow.errors import ConfigurationError
 from rubricflow.llm import LLMSession
 from rubricflow.llm.panel import Panel, PanelVote, decide, panel_spec, parse_panel
 
-from .fixtures import FAST, clean_llm_env, rubric, server
+from .fixtures import FAST, clean_llm_env, rubric
 from .scripted import Recorded, Reply, ScriptedServer, oneshot_ids, openai_reply, verdict
 
-__all__ = ["clean_llm_env", "server"]
+__all__ = ["clean_llm_env"]
+
+
+@pytest.fixture(scope="module")
+def running() -> Iterator[ScriptedServer]:
+    """One scripted judge for the module (stopping a server takes half a second)."""
+    with ScriptedServer() as started:
+        yield started
+
+
+@pytest.fixture
+def server(running: ScriptedServer) -> ScriptedServer:
+    """The module's scripted judge, with no requests, queue or responder left over."""
+    running.requests.clear()
+    with running._lock:
+        running._queue.clear()
+    running.responder = ScriptedServer().responder
+    return running
+
 
 VERDICT = rubric({"id": "cites", "description": "Cites a source.", "scoring": {"method": "llm"}})
 SCORED = rubric(
