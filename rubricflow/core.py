@@ -22,6 +22,7 @@ from rubricflow.errors import ConfigurationError, Problem, RubricValidationError
 from rubricflow.settings import Settings, current, use
 
 if TYPE_CHECKING:
+    from rubricflow.calibration import PassRateEstimate
     from rubricflow.compare import RunComparison
     from rubricflow.formats.loader import LoadedFile
     from rubricflow.model import Rubric
@@ -286,12 +287,18 @@ class Core:
 
     @under_settings
     async def write_report(
-        self, run: RunData, output: str | Path, *, title: str | None = None
+        self,
+        run: RunData,
+        output: str | Path,
+        *,
+        title: str | None = None,
+        estimate: PassRateEstimate | None = None,
     ) -> Path:
-        """Write `run`'s self-contained HTML report to `output`; returns the path."""
+        """Write `run`'s self-contained HTML report to `output` (with the pass rate
+        corrected with people's labels, when `estimate` is given); returns the path."""
         from rubricflow.report import write_report
 
-        return await asyncio.to_thread(write_report, run, output, title=title)
+        return await asyncio.to_thread(write_report, run, output, title=title, estimate=estimate)
 
 
 def _parse(source: RubricText) -> Any:

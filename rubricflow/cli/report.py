@@ -30,6 +30,7 @@ from rubricflow.cli.shared import (
 )
 
 if TYPE_CHECKING:
+    from rubricflow.calibration import PassRateEstimate
     from rubricflow.compare import Regression, RunComparison
     from rubricflow.core import Core
     from rubricflow.runs import RunData
@@ -99,6 +100,29 @@ async def _runs(
     return runs
 
 
+async def _report_run(
+    core: Core, spec: str | None, db: str | None, artifact: str | None
+) -> tuple[RunData, PassRateEstimate | None]:
+    """The run to report and, for a run in the store, its pass rate corrected with
+    people's decisions on its rubric (None without labels, and for a results file or
+    an artifact's evaluations)."""
+    from rubricflow.application import Application
+    from rubricflow.report.sources import STORED_RUN_REMEDY
+
+    if spec is not None:
+        found = await core.read_run(spec)
+        if found is not None:
+            return found, None
+    async with await Application.open(
+        db, existing=True, remedy=STORED_RUN_REMEDY, settings=core.settings
+    ) as app:
+        if spec is None:
+            assert artifact is not None
+            return await app.artifact_run(artifact), None
+        data = await app.run(spec)
+        return data, await app.run_pass_rate_estimate(data)
+
+
 def report_command(
     run: Annotated[
         str | None,
@@ -139,8 +163,8 @@ def report_command(
     if (run is None) == (artifact is None):
         fail("give either RUN (a results file, a run id or `latest`) or --artifact ID")
     core = Core()
-    (data,) = run_async(_runs(core, [] if run is None else [run], db, artifact=artifact))
-    written = run_async(core.write_report(data, output, title=title))
+    data, estimate = run_async(_report_run(core, run, db, artifact))
+    written = run_async(core.write_report(data, output, title=title, estimate=estimate))
     summary = summarize(data.evaluations)
     err.print(
         f"wrote {escape(str(written))}: {escape(data.info.id)}, {summary.total} target(s), "

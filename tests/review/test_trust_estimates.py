@@ -104,6 +104,12 @@ async def test_a_run_s_pass_rate_is_corrected_with_people_s_decisions(
     )
     assert "corrected with 6 people's label(s)" in text.output
 
+    page = tmp_path / "report.html"
+    wrote = await asyncio.to_thread(
+        CliRunner().invoke, cli_app, ["report", "run-1", "--db", db_url, "-o", str(page)]
+    )
+    assert wrote.exit_code == 0, wrote.output
+    assert 'id="pass-rate-estimate"' in page.read_text(encoding="utf-8")
     html = render_report(run, estimate=estimate)
     assert 'id="pass-rate-estimate"' in html and "from 6 label(s)" in html
     assert 'id="pass-rate-estimate"' not in render_report(run)
