@@ -76,6 +76,12 @@ def test_an_upward_import_is_caught(tmp_path: Path) -> None:
     )
     _append(package / "formats" / "loader.py", "\nfrom rubricflow import plugins as _up\n")
     _append(package / "plugins.py", "\nfrom rubricflow import __version__ as _v\n")
+    # a face naming a store record, even only for type checking, goes around the one door
+    _append(
+        package / "tools" / "callers.py",
+        "\nimport typing\n\nif typing.TYPE_CHECKING:\n"
+        "    from rubricflow.store.tokens import ApiToken as _Token\n",
+    )
     result = lint_imports(cwd=tmp_path, pythonpath=src)
     output = result.stdout + result.stderr
     assert result.returncode != 0, output
@@ -86,6 +92,8 @@ def test_an_upward_import_is_caught(tmp_path: Path) -> None:
     assert "rubricflow.llm.specs -> rubricflow.store" in report
     assert "rubricflow.formats.loader -> rubricflow.plugins" in report
     assert "rubricflow.plugins -> rubricflow (l." in report
+    assert "No face imports the store" in output
+    assert "rubricflow.tools.callers -> rubricflow.store.tokens" in report
 
 
 def test_faces_only_start_each_other(tmp_path: Path) -> None:
