@@ -166,31 +166,6 @@ class Core:
         refuse_over_budget_templates(loaded.rubrics, name)
         return loaded
 
-    async def load_rubric(
-        self,
-        source: RubricSource,
-        *,
-        format: str | None = None,
-        trust: Trust = "local",
-        rubric_id: str | None = None,
-    ) -> tuple[Rubric, str]:
-        """The one rubric of `source` (or the one named `rubric_id`) and its format, loaded
-        and refused as `load_rubrics` does."""
-        from rubricflow.errors import NotFoundError
-
-        (loaded,) = await self.load_rubrics([source], format=format, trust=trust)
-        held = ", ".join(r.id for r in loaded.rubrics)
-        if rubric_id is not None:
-            chosen = [r for r in loaded.rubrics if r.id == rubric_id]
-            if not chosen:
-                raise NotFoundError(f"{loaded.path}: no rubric {rubric_id!r} (it holds: {held})")
-            return chosen[0], loaded.format
-        if len(loaded.rubrics) > 1:
-            raise ConfigurationError(
-                f"{loaded.path}: holds {len(loaded.rubrics)} rubrics ({held}); name one"
-            )
-        return loaded.rubrics[0], loaded.format
-
     @under_settings
     async def lint_rubric_files(
         self, paths: Sequence[str | Path], *, format: str | None = None
