@@ -287,6 +287,52 @@ def string_check(
     return CheckResult(passed, [f"{operation} {shown!r}: {'yes' if passed else 'no'}"])
 
 
+def levenshtein_within(target: Target, reference: str, max_distance: int = 5) -> CheckResult:
+    """MET when the text is within `max_distance` single-character edits (insertions,
+    deletions, substitutions) of `reference` (promptfoo's `levenshtein`). Only a band of
+    width 2 * max_distance + 1 is computed, so a long text costs O(length * distance)."""
+    text = _text(target)
+    distance = _bounded_levenshtein(text, reference, max_distance)
+    passed = distance <= max_distance
+    found = f"{distance}" if passed else f"above {max_distance}"
+    return CheckResult(passed, [f"edit distance {found} (at most {max_distance} allowed)"])
+
+
+def _bounded_levenshtein(left: str, right: str, bound: int) -> int:
+    """The edit distance of `left` and `right`, or `bound + 1` when it is above `bound`."""
+    if abs(len(left) - len(right)) > bound:
+        return bound + 1
+    over = bound + 1
+    previous = [j if j <= bound else over for j in range(len(right) + 1)]
+    for i in range(1, len(left) + 1):
+        low, high = max(1, i - bound), min(len(right), i + bound)
+        current = [over] * (len(right) + 1)
+        current[0] = i if i <= bound else over
+        for j in range(low, high + 1):
+            cost = 0 if left[i - 1] == right[j - 1] else 1
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost, over)
+        previous = current
+    return min(previous[len(right)], over)
+
+
+_JSON_STARTS = 1000  # candidate openings tried by contains_json (bounds its cost)
+
+
+def contains_json(target: Target) -> CheckResult:
+    """MET when a JSON object or array appears somewhere in the text (promptfoo's
+    `contains-json`): each `{` or `[` is tried as the start of one, up to 1,000 of them."""
+    text = _text(target)
+    decoder = json.JSONDecoder()
+    starts = (m.start() for m in re.finditer(r"[{\[]", text))
+    for start in itertools.islice(starts, _JSON_STARTS):
+        try:
+            decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            continue
+        return CheckResult(True, [f"JSON found at character {start}"])
+    return CheckResult(False, ["no JSON object or array found"])
+
+
 def _target_rubric(target: Target) -> Rubric:
     """The rubric under review: a `Rubric`, or a document (or YAML/JSON text) in any format
     rubricflow loads, detected as a file would be (dataknobs' meta-rubric grades rubrics
@@ -339,6 +385,8 @@ BUILTIN_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "no_secrets": no_secrets,
     "contains_secrets": contains_secrets,
     "string_check": string_check,
+    "levenshtein_within": levenshtein_within,
+    "contains_json": contains_json,
     **{
         f"meta.{name}": _meta(name)
         for name in (
@@ -428,8 +476,26 @@ _CONFIG_SCHEMAS: dict[str, tuple[dict[str, Any], Any]] = {
             "no_phone_numbers",
             "no_secrets",
             "contains_secrets",
+            "contains_json",
         )
     },
+    "levenshtein_within": (
+        {
+            "type": "object",
+            "properties": {
+                "reference": {"type": "string", "description": "the expected text"},
+                "max_distance": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "the most edits allowed, 0 or more",
+                },
+            },
+            "required": ["reference"],
+            "additionalProperties": False,
+            "description": "options reference and max_distance",
+        },
+        None,
+    ),
     "word_count_between": (_range(), _ordered_range),
     "char_count_between": (_range(), _ordered_range),
     "contains_all": (_terms(required=True), None),

@@ -11,6 +11,9 @@ rubric. Three shapes are read:
   `input` becomes the query and its `expected_output` the reference. AgentV files hold no
   outputs (AgentV runs the agent): give each case an `output` key, or an outputs JSONL file
   (`{"id": case id, "output": ...}` per line).
+- promptfoo configs (`tests` whose `assert` lists are promptfoo's): each test's assertions
+  are its rubric (`rubricflow.formats.promptfoo`); the output is `output` in its vars, or
+  an outputs file's line for the test's `description` (else `test-N`).
 """
 
 from __future__ import annotations
@@ -145,6 +148,10 @@ def load_suite(
         )
     if isinstance(document.get("cases"), list):
         return _native(document, file, rubric, outputs or {}, plugins)
+    from rubricflow.formats.promptfoo import is_promptfoo_document
+
+    if is_promptfoo_document(document):
+        return _promptfoo(document, file, rubric, outputs or {}, plugins)
     return _agentv(document, file, rubric, outputs or {}, plugins)
 
 
@@ -312,6 +319,45 @@ def _agentv(
     suite = Suite(
         name, source, cases, given, format=f"agentv-{'v2' if key == 'evalcases' else 'v4'}"
     )
+    suite.warnings.extend(loaded.warnings)
+    for case in cases:
+        suite.rubric_for(case)
+    return suite
+
+
+def _promptfoo(
+    document: Mapping[str, Any],
+    file: Path,
+    given: Rubric | None,
+    outputs: Mapping[str, Any],
+    plugins: Any,
+) -> Suite:
+    """A promptfoo config: each test's assertions are its rubric; its output is `output`
+    in its vars (or the test's `output`), else the outputs file's line for the test's id
+    (its rubric's name: the test's `description`, else `test-N`)."""
+    from rubricflow.formats.loader import load_document
+
+    source = str(file)
+    loaded = load_document(
+        dict(document), format="promptfoo", source=source, base_dir=file.parent, plugins=plugins
+    )
+    tests = document["tests"]
+    cases: list[SuiteCase] = []
+    for rubric in loaded.rubrics:
+        extra = rubric.metadata.get("promptfoo", {})
+        index = int(extra.get("test", 0))
+        raw = tests[index]
+        variables = extra.get("vars") or {}
+        target = Target(
+            id=rubric.name,
+            content=_output(raw, rubric.name, outputs, f"{source}: tests[{index}]"),
+            query=_text(variables.get("input", variables.get("query"))),
+            reference=variables.get("expected_output", variables.get("expected")),
+            metadata={"vars": dict(variables)} if variables else {},
+        )
+        cases.append(SuiteCase(target, rubric=rubric))
+    name = str(document.get("description") or document.get("name") or file.stem)
+    suite = Suite(name, source, cases, given, format="promptfoo")
     suite.warnings.extend(loaded.warnings)
     for case in cases:
         suite.rubric_for(case)

@@ -34,9 +34,12 @@ BUILTIN_FORMATS = {
     "rar",
     "healthbench",
     "openai-graders",
+    "promptfoo",
 }
 BUILTIN_FUNCTIONS = {
     "non_empty",
+    "levenshtein_within",
+    "contains_json",
     "word_count_between",
     "char_count_between",
     "contains_all",

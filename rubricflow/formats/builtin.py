@@ -1,5 +1,6 @@
 """The built-in rubric formats: the native format and the importers (the five
-source systems, Rubrics as Rewards datasets, HealthBench JSONL and OpenAI graders).
+source systems, Rubrics as Rewards datasets, HealthBench JSONL, OpenAI graders and
+promptfoo configs).
 
 A plain list, with no plugin machinery: the formats layer sits below the plugin manager.
 `rubricflow.builtin_formats` registers these through the `rubricflow_formats` hook, the
@@ -16,6 +17,7 @@ from rubricflow.formats.judgespec import RubricJudgeSpecFormat
 from rubricflow.formats.native import NativeFormat
 from rubricflow.formats.openai_graders import OpenAIGraderFormat
 from rubricflow.formats.openrubricrl import OpenRubricRLFormat
+from rubricflow.formats.promptfoo import PromptfooFormat
 from rubricflow.formats.rar import RaRFormat
 from rubricflow.formats.rubric_pkg import RubricPackageFormat
 
@@ -34,4 +36,5 @@ def builtin_formats() -> list[RubricFormat]:
         RaRFormat(),
         HealthBenchFormat(),
         OpenAIGraderFormat(),
+        PromptfooFormat(),
     ]

@@ -77,6 +77,7 @@ def test_plugins_json_lists_the_builtins_and_what_they_add(cli: CliRunner) -> No
         "rar",
         "healthbench",
         "openai-graders",
+        "promptfoo",
     ]
     for name in builtins:
         assert by_name[name]["distribution"] == "rubricflow"

@@ -377,7 +377,7 @@ def test_unknown_format_is_a_usage_error(cli: CliRunner, tmp_path: Path) -> None
     assert result.stdout == ""
     assert result.stderr.strip() == (
         "error: unknown format 'toml'; known formats: agentv, dataknobs, healthbench, "
-        "native, openai-graders, openrubricrl, rar, rubric-pkg, rubricjudgespec"
+        "native, openai-graders, openrubricrl, promptfoo, rar, rubric-pkg, rubricjudgespec"
     )
 
 

@@ -33,6 +33,7 @@ FORMATS = [
     "rar",
     "healthbench",
     "openai-graders",
+    "promptfoo",
 ]
 CASES = [
     pytest.param(folder, path, id=f"{folder}/{path.name}")
@@ -150,7 +151,7 @@ def test_unknown_format_name_is_refused_naming_the_formats(registry: PluginRegis
     assert "unknown format 'yaml'" in str(caught.value)
     assert (
         "known formats: agentv, dataknobs, healthbench, native, openai-graders, openrubricrl, "
-        "rar, rubric-pkg" in str(caught.value)
+        "promptfoo, rar, rubric-pkg" in str(caught.value)
     )
 
 

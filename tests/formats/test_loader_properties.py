@@ -410,6 +410,45 @@ openai_doc = st.one_of(
     st.lists(openai_grader, min_size=1, max_size=3),
     shaped({"testing_criteria": st.lists(openai_grader, min_size=1, max_size=3)}, {"name": words}),
 )
+promptfoo_assertion = shaped(
+    {
+        "type": st.sampled_from(
+            [
+                "contains",
+                "not-icontains",
+                "contains-any",
+                "regex",
+                "is-json",
+                "llm-rubric",
+                "g-eval",
+                "levenshtein",
+                "bleu",
+                "similar",
+                "python",
+                "starts-with",
+            ]
+        )
+    },
+    {
+        "value": st.one_of(words, st.lists(words, max_size=2), st.just("{{ shop }}")),
+        "weight": st.floats(-1, 3, allow_nan=False),
+        "threshold": st.floats(-1, 6, allow_nan=False),
+        "metric": words,
+    },
+)
+promptfoo_doc = shaped(
+    {
+        "tests": st.lists(
+            shaped(
+                {"assert": st.lists(promptfoo_assertion, min_size=1, max_size=3)},
+                {"vars": st.just({"shop": "Acme"}), "threshold": unit, "description": words},
+            ),
+            min_size=1,
+            max_size=3,
+        )
+    },
+    {"defaultTest": shaped({"assert": st.lists(promptfoo_assertion, max_size=2)})},
+)
 judge_doc = shaped(
     {
         "model_type": st.just("rubric_judge"),
@@ -464,6 +503,7 @@ SHAPES: dict[str, st.SearchStrategy[Any]] = {
     "rar": rar_doc,
     "healthbench": hb_doc,
     "openai-graders": openai_doc,
+    "promptfoo": promptfoo_doc,
 }
 NEAR_MISS = {name: st.one_of(shape, mutated(shape)) for name, shape in SHAPES.items()}
 any_document = st.one_of(json_values, *NEAR_MISS.values())

@@ -37,6 +37,7 @@ def test_fixtures_cover_every_format() -> None:
         "rar",
         "healthbench",
         "openai-graders",
+        "promptfoo",
     }
 
 
