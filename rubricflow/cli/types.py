@@ -72,13 +72,59 @@ def types_set(
         ),
     ] = None,
     panel: PanelOption = None,
+    route_confidence: Annotated[
+        float | None,
+        typer.Option(
+            "--route-confidence",
+            min=0.0,
+            max=1.0,
+            help="Send the artifact to a reviewer when a criterion's confidence is below X.",
+        ),
+    ] = None,
+    route_margin: Annotated[
+        float | None,
+        typer.Option(
+            "--route-margin",
+            min=0.0,
+            max=1.0,
+            help="Send the artifact to a reviewer when |score - threshold| <= E.",
+        ),
+    ] = None,
+    audit_rate: Annotated[
+        float,
+        typer.Option(
+            "--audit-rate",
+            min=0.0,
+            max=1.0,
+            help="Share P of auto-decided artifacts a reviewer also decides, blind.",
+        ),
+    ] = 0.0,
+    audit_seed: Annotated[
+        int, typer.Option("--audit-seed", help="Seeds the per-artifact audit draw.")
+    ] = 0,
+    escalate_to: Annotated[
+        str | None,
+        typer.Option(
+            "--escalate-to",
+            metavar="SPEC",
+            help="A stronger judge (or panel) for the criteria the type's judge is unsure of.",
+        ),
+    ] = None,
+    reviewers: Annotated[
+        int,
+        typer.Option("--reviewers", min=1, max=20, help="Human decisions a routed artifact needs."),
+    ] = 1,
+    lead: Annotated[
+        list[str] | None,
+        typer.Option("--lead", help="A reviewer whose decision settles an artifact alone."),
+    ] = None,
     db: DbOption = None,
     server: ServerOption = None,
     token: TokenOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Define or replace an artifact type."""
-    from rubricflow.review import ArtifactType, RubricBinding
+    from rubricflow.review import ArtifactType, ReviewPolicy, RubricBinding
 
     # `--blocking ID` marks a rubric given with `--rubric` as blocking (or binds it, blocking)
     bindings = {b.rubric_id: b for b in (RubricBinding.parse(spec) for spec in rubric or [])}
@@ -99,6 +145,15 @@ def types_set(
         content_schema=schema,
         description=description,
         judge=judge_spec(llm, panel),
+        review_policy=ReviewPolicy(
+            route_confidence=route_confidence,
+            route_margin=route_margin,
+            audit_rate=audit_rate,
+            audit_seed=audit_seed,
+            escalate_to=escalate_to,
+            reviewers=reviewers,
+            leads=tuple(lead or ()),
+        ),
     )
     saved = run_api(db, server, token, lambda api: api.set_type(name, artifact_type))
     if as_json:
@@ -132,6 +187,10 @@ def types_show(
     )
     if artifact_type.judge:
         out.print(f"  judge {escape(artifact_type.judge)}")
+    policy = artifact_type.review_policy
+    if policy != type(policy)():
+        shown = " ".join(f"{k}={v}" for k, v in policy.model_dump(exclude_defaults=True).items())
+        out.print(f"  review policy {escape(shown)}")
 
 
 @types_app.command("list")

@@ -54,6 +54,7 @@ from rubricflow.wire import (
     PassRateOut,
     RegisterResult,
     ReviewOutcomeOut,
+    ReviewPolicyIn,
     RubricBindingIn,
     RubricDiffOut,
     RubricOut,
@@ -277,6 +278,7 @@ class AsyncClient:
                 content_schema=definition.content_schema,
                 description=definition.description,
                 judge=definition.judge,
+                review_policy=ReviewPolicyIn(**definition.review_policy.model_dump(mode="json")),
             ).model_dump(mode="json")
         elif isinstance(definition, ArtifactTypeIn):
             body = definition.model_dump(mode="json")

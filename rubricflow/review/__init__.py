@@ -11,7 +11,13 @@ from rubricflow.review.queries import ArtifactQueries
 from rubricflow.review.reviewing import Reviewer, ReviewOutcome
 from rubricflow.review.service import ArtifactRegistry
 from rubricflow.review.submission import ArtifactSubmitter
-from rubricflow.store.artifact_models import Artifact, ArtifactEvent, ArtifactType, RubricBinding
+from rubricflow.store.artifact_models import (
+    Artifact,
+    ArtifactEvent,
+    ArtifactType,
+    ReviewPolicy,
+    RubricBinding,
+)
 
 __all__ = [
     "EDGES",
@@ -27,6 +33,7 @@ __all__ = [
     "Lifecycle",
     "ReviewClaims",
     "ReviewOutcome",
+    "ReviewPolicy",
     "Reviewer",
     "RubricBinding",
 ]

@@ -30,6 +30,7 @@ from rubricflow.review.context import (
     ReviewContext,
     utcnow,
 )
+from rubricflow.review.routing import route
 from rubricflow.store.artifacts import (
     Artifact,
     ArtifactTransaction,
@@ -398,7 +399,7 @@ class Reviewer:
             stored = {id(e): await self._save(e, artifact, tx) for e in unsaved}
             new = [e for e in unsaved if stored[id(e)] is e]  # not another reviewer's
             results = [(b, stored.get(id(e), e)) for b, e in results]
-            trigger, reason = outcome_of(artifact_type, results)
+            trigger, reason = outcome_of(artifact_type, results, artifact)
             evaluations = [evaluation for _, evaluation in results]
             written = await tx.transition(
                 artifact,
@@ -457,9 +458,32 @@ async def stop_evaluating(evaluating: Evaluating) -> None:
 
 
 def outcome_of(
+    artifact_type: ArtifactType,
+    results: list[tuple[RubricBinding, Evaluation]],
+    artifact: Artifact | None = None,
+) -> tuple[str, str]:
+    """The trigger and reason a review with complete evaluations ends in: the verdict
+    (`verdict_of`), unless the type's review policy routes it to people (`await_approval`,
+    the routing's reason). With a policy, the reason says which way it was routed."""
+    trigger, reason = verdict_of(artifact_type, results)
+    policy = artifact_type.review_policy
+    if artifact is None or not (policy.routes or policy.audit_rate > 0):
+        return trigger, reason
+    routing = route(
+        policy,
+        [evaluation for _, evaluation in results],
+        artifact_id=artifact.id,
+        revision=artifact.revision,
+    )
+    if routing.mode == "human":
+        return "await_approval", routing.reason
+    return trigger, f"{reason}; {routing.reason}"
+
+
+def verdict_of(
     artifact_type: ArtifactType, results: list[tuple[RubricBinding, Evaluation]]
 ) -> tuple[str, str]:
-    """The trigger and reason a review with complete evaluations ends in."""
+    """The trigger and reason the machine's verdict on complete evaluations calls for."""
     evaluations = [evaluation for _, evaluation in results]
     blocking = [e for b, e in results if b.blocking and not e.passed]
     failed = [e for e in evaluations if not e.passed]

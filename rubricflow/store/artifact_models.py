@@ -41,6 +41,7 @@ __all__ = [
     "Change",
     "Keep",
     "NewArtifact",
+    "ReviewPolicy",
     "RubricBinding",
     "Submitting",
     "content_hash",
@@ -102,6 +103,35 @@ class RubricBinding(_Checked):
         return f"{self.rubric_id}@{self.version}" if self.version else self.rubric_id
 
 
+class ReviewPolicy(BaseModel):
+    """Who decides a reviewed artifact: the machine's verdict stands (`auto`) unless a
+    routing rule sends the artifact to people (`human`); `reviewers` people decide each
+    routed or audited artifact, and a `leads` reviewer's decision settles it alone."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    route_confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Route when a criterion's confidence is below this."""
+    route_margin: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Route when |score - threshold| is at most this."""
+    audit_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    """The share of auto-decided artifacts also sent to a reviewer, blind to the verdict."""
+    audit_seed: int = 0
+    """Seeds the audit draw (deterministic per artifact id, revision and seed)."""
+    escalate_to: Annotated[str, Field(min_length=1, max_length=4000)] | None = None
+    """A stronger judge (spec or panel) run on the criteria the type's judge was unsure of."""
+    reviewers: int = Field(default=1, ge=1, le=20)
+    """Human decisions a routed or audited artifact needs."""
+    leads: tuple[_Key, ...] = Field(default=(), max_length=100)
+    """Reviewers whose decision settles an artifact alone (a disagreement, say)."""
+
+    @property
+    def routes(self) -> bool:
+        """Whether any uncertainty rule is on (a panel split and an uncertain required
+        criterion route only then, so a type without a policy keeps its behaviour)."""
+        return self.route_confidence is not None or self.route_margin is not None
+
+
 class ArtifactType(_Checked):
     """What kind of artifact this is and how it is reviewed."""
 
@@ -117,6 +147,8 @@ class ArtifactType(_Checked):
     judge: Annotated[str, Field(min_length=1, max_length=4000)] | None = None
     """The LLM judge this type's reviews use: a spec, or a panel
     (`panel:POLICY(A | B | ...)`); None: the reviewer's (the server's or worker's) judge."""
+    review_policy: ReviewPolicy = ReviewPolicy()
+    """When a verdict stands and when people decide (`rubricflow types set --route-*`)."""
 
 
 class Artifact(BaseModel):

@@ -11,7 +11,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from rubricflow.identifiers import ID_PATTERN, valid_id
 from rubricflow.model import MAX_ID_LENGTH, MAX_NAME_LENGTH, MAX_VERSION_LENGTH
-from rubricflow.store.artifact_models import Artifact, ArtifactType, RubricBinding
+from rubricflow.store.artifact_models import Artifact, ArtifactType, ReviewPolicy, RubricBinding
 
 if TYPE_CHECKING:
     from rubricflow.results import Evaluation
@@ -26,6 +26,7 @@ __all__ = [
     "EvaluationSummary",
     "Note",
     "ReviewOutcomeOut",
+    "ReviewPolicyIn",
     "Revision",
     "RubricBindingIn",
     "Submission",
@@ -71,6 +72,39 @@ class RubricBindingIn(_Body):
     )
 
 
+class ReviewPolicyIn(_Body):
+    """A type's review policy: routing uncertain verdicts to people, audits, reviewers."""
+
+    route_confidence: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Route when a criterion's confidence is below"
+    )
+    route_margin: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Route when |score - threshold| <= this"
+    )
+    audit_rate: float = Field(
+        default=0.0, ge=0.0, le=1.0, description="Share of auto-decided artifacts audited blind"
+    )
+    audit_seed: int = Field(default=0, description="Seeds the per-artifact audit draw")
+    escalate_to: (
+        Annotated[str, Field(min_length=1, max_length=4000), AfterValidator(_no_nul)] | None
+    ) = Field(default=None, description="A stronger judge for the criteria the first was unsure of")
+    reviewers: int = Field(default=1, ge=1, le=20, description="Human decisions needed")
+    leads: list[_Id] = Field(
+        default_factory=list, max_length=100, description="Reviewers who settle alone"
+    )
+
+    def to_policy(self) -> ReviewPolicy:
+        return ReviewPolicy(
+            route_confidence=self.route_confidence,
+            route_margin=self.route_margin,
+            audit_rate=self.audit_rate,
+            audit_seed=self.audit_seed,
+            escalate_to=self.escalate_to,
+            reviewers=self.reviewers,
+            leads=tuple(self.leads),
+        )
+
+
 class ArtifactTypeIn(_Body):
     """An artifact type's definition (its name is in the path)."""
 
@@ -96,6 +130,11 @@ class ArtifactTypeIn(_Body):
         )
     )
 
+    review_policy: ReviewPolicyIn = Field(
+        default_factory=lambda: ReviewPolicyIn(),
+        description="When the machine's verdict stands and when people decide",
+    )
+
     def to_type(self, name: str) -> ArtifactType:
         return ArtifactType(
             name=name,
@@ -109,6 +148,7 @@ class ArtifactTypeIn(_Body):
             content_schema=self.content_schema,
             description=self.description,
             judge=self.judge,
+            review_policy=self.review_policy.to_policy(),
         )
 
 

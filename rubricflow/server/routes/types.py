@@ -54,4 +54,6 @@ async def set_type(
         raise HTTPException(403, f"token {principal.name!r} may not act on artifact type {name!r}")
     if body.judge is not None:
         check_type_judge(body.judge, request.app.state.settings)
+    if body.review_policy.escalate_to is not None:
+        check_type_judge(body.review_policy.escalate_to, request.app.state.settings)
     return await application.artifacts.set_type(body.to_type(name))

@@ -1,0 +1,127 @@
+"""Routing by uncertainty (issue 28, item 4): a type's review policy lets a verdict stand
+or sends the artifact to people, with the reason in its history; on both backends, with
+judges served over HTTP by the scripted server."""
+
+from __future__ import annotations
+
+import pytest
+from llm.scripted import Recorded, Reply, ScriptedServer, openai_reply, verdict
+
+from rubricflow import parse_rubric
+from rubricflow.review import ArtifactRegistry, ReviewPolicy
+from rubricflow.review.routing import audit_draw
+from rubricflow.store import Store
+
+from .conftest import check, define, make_rubric
+
+SCORED = make_rubric("scored", check("score", "score_field"))
+
+SAMPLED = parse_rubric(
+    {
+        "id": "helpful",
+        "criteria": [
+            {
+                "id": "answers",
+                "description": "The reply answers the question",
+                "scoring": {"method": "llm_verdict", "config": {"samples": 3}},
+            }
+        ],
+    }
+)
+
+
+def split_on_unsure(request: Recorded) -> Reply:
+    """MET, except one sample in three says UNMET for content with 'unsure' in it."""
+    if "unsure" in request.text:
+        split_on_unsure.count += 1  # type: ignore[attr-defined]
+        if split_on_unsure.count % 3 == 0:  # type: ignore[attr-defined]
+            return openai_reply(verdict("UNMET"))
+    return openai_reply(verdict("MET"))
+
+
+split_on_unsure.count = 0  # type: ignore[attr-defined]
+
+
+async def test_a_score_near_the_threshold_goes_to_a_reviewer(registry: ArtifactRegistry) -> None:
+    await define(registry, "doc", SCORED, review_policy=ReviewPolicy(route_margin=0.1))
+    near = await registry.create("doc", {"score": 0.75}, actor="bot")
+    clear = await registry.create("doc", {"score": 0.95}, actor="bot")
+
+    routed = await registry.submit_for_review(near.id, actor="bot")
+    assert routed.artifact.status == "in_review" and routed.artifact.awaiting_approval
+    assert "routed to a reviewer" in (routed.reason or "")
+    assert "within 0.1 of the threshold (margin +0.05)" in (routed.reason or "")
+    last = (await registry.history(near.id))[-1]
+    assert last.trigger == "await_approval" and last.reason == routed.reason
+
+    stands = await registry.submit_for_review(clear.id, actor="bot")
+    assert stands.artifact.status == "approved"
+    assert (await registry.history(clear.id))[-1].reason == "every rubric passed; auto (confident)"
+
+    # a person decides the routed one: approve (its score passed) or reject
+    decided = await registry.approve(near.id, actor="alice", reason="reads well")
+    assert decided.status == "approved"
+
+
+async def test_a_failing_verdict_near_the_threshold_waits_too(registry: ArtifactRegistry) -> None:
+    await define(registry, "doc", SCORED, review_policy=ReviewPolicy(route_margin=0.1))
+    low = await registry.create("doc", {"score": 0.65}, actor="bot")
+    routed = await registry.submit_for_review(low.id, actor="bot")
+    assert routed.artifact.awaiting_approval and "margin -0.05" in (routed.reason or "")
+    rejected = await registry.reject(low.id, actor="alice", reason="not good enough")
+    assert rejected.status == "rejected"
+
+
+async def test_no_policy_keeps_the_old_behaviour(registry: ArtifactRegistry) -> None:
+    await define(registry, "doc", SCORED)
+    near = await registry.create("doc", {"score": 0.71}, actor="bot")
+    outcome = await registry.submit_for_review(near.id, actor="bot")
+    assert outcome.artifact.status == "approved" and outcome.reason == "every rubric passed"
+
+
+async def test_audits_are_drawn_per_artifact_and_blind(registry: ArtifactRegistry) -> None:
+    policy = ReviewPolicy(audit_rate=0.5, audit_seed=7)
+    await define(registry, "doc", SCORED, review_policy=policy)
+    ids = [f"doc-{n}" for n in range(12)]
+    expected = {i for i in ids if audit_draw(i, 1, 7) < 0.5}
+    assert 0 < len(expected) < len(ids)  # the draw picks some, not all
+    audited = set()
+    for artifact_id in ids:
+        await registry.create("doc", {"score": 0.95}, actor="bot", artifact_id=artifact_id)
+        outcome = await registry.submit_for_review(artifact_id, actor="bot")
+        if outcome.artifact.awaiting_approval:
+            audited.add(artifact_id)
+            reason = outcome.reason or ""
+            assert reason.startswith("audit: drawn for a blind review (audit rate 0.5)")
+            assert "passed" not in reason  # the machine's verdict is not named
+        else:
+            assert outcome.artifact.status == "approved"
+    assert audited == expected
+
+
+async def test_a_split_among_samples_routes_by_confidence(store: Store) -> None:
+    split_on_unsure.count = 0  # type: ignore[attr-defined]
+    with ScriptedServer(split_on_unsure) as server:
+        options = {"options": {"llm": f"openai:judge@{server.url}/v1", "llm_cache": None}}
+        async with ArtifactRegistry(store, evaluate_options=options) as registry:
+            await define(
+                registry, "reply", SAMPLED, review_policy=ReviewPolicy(route_confidence=0.9)
+            )
+            sure = await registry.create("reply", "Paris, I am sure.", actor="bot")
+            unsure = await registry.create("reply", "Lyon? I am unsure.", actor="bot")
+            stands = await registry.submit_for_review(sure.id, actor="bot")
+            routed = await registry.submit_for_review(unsure.id, actor="bot")
+    assert stands.artifact.status == "approved"
+    assert routed.artifact.awaiting_approval
+    assert "helpful@" in (routed.reason or "")
+    assert "answers: confidence 0.667 < 0.9 (samples)" in (routed.reason or "")
+
+
+@pytest.mark.parametrize("rate", [0.0, 0.25, 1.0])
+def test_the_audit_draw_is_fixed_by_id_revision_and_seed(rate: float) -> None:
+    draws = [audit_draw(f"a{n}", 1, 3) for n in range(400)]
+    assert draws == [audit_draw(f"a{n}", 1, 3) for n in range(400)]
+    assert all(0.0 <= d < 1.0 for d in draws)
+    share = sum(d < rate for d in draws) / len(draws)
+    assert abs(share - rate) < 0.1
+    assert audit_draw("a1", 2, 3) != audit_draw("a1", 1, 3) != audit_draw("a1", 1, 4)
