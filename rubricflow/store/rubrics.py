@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from rubricflow.errors import NotFoundError, RubricVersionConflictError
 from rubricflow.formats.loader import load_document, load_file
 from rubricflow.model import Rubric, parse_rubric, semver_key
+from rubricflow.records.rubrics import RegisteredRubric, RubricVersionInfo
 from rubricflow.store._sql import as_utc, insert_ignoring_duplicates, utcnow
 from rubricflow.store.database import Database
 from rubricflow.store.tables import RubricRow, RubricVersionRow
@@ -75,42 +75,6 @@ def _latest_key(version: str, created_at: datetime) -> tuple[Any, ...]:
     versions semver ranks equal (`1.0.0+a`, `1.0.0+b`), by registration time (the later
     wins), then by the version string, so "latest" never depends on row order."""
     return (semver_key(version), as_utc(created_at), version)
-
-
-@dataclass(frozen=True)
-class RegisteredRubric:
-    """The outcome of registering one rubric: `created` is False for an identical
-    re-register; `source_format` is the format it was read from."""
-
-    rubric: Rubric
-    created: bool
-    source_format: str | None = None
-
-
-@dataclass(frozen=True)
-class RubricVersionInfo:
-    """One stored version, as `history` lists it."""
-
-    rubric_id: str
-    version: str
-    content_hash: str
-    name: str
-    target_type: str | None
-    source_format: str | None
-    created_at: datetime
-    deleted: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.rubric_id,
-            "version": self.version,
-            "content_hash": self.content_hash,
-            "name": self.name,
-            "target_type": self.target_type,
-            "source_format": self.source_format,
-            "created_at": self.created_at.isoformat(),
-            "deleted": self.deleted,
-        }
 
 
 def _document(rubric: Rubric) -> str:

@@ -14,7 +14,6 @@ import hmac
 import json
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -23,6 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from rubricflow.errors import ConfigurationError, NotFoundError
 from rubricflow.identifiers import invisible_problem
 from rubricflow.model import MAX_ID_LENGTH, MAX_NAME_LENGTH
+from rubricflow.records.tokens import ROLES, ApiToken, IssuedToken
 from rubricflow.store._sql import as_utc, utcnow
 from rubricflow.store.artifact_models import SYSTEM_ACTOR
 from rubricflow.store.database import Database
@@ -30,8 +30,6 @@ from rubricflow.store.tables import ApiTokenRow
 
 __all__ = ["ROLES", "ApiToken", "IssuedToken", "TokenStore", "hash_secret"]
 
-#: the roles, each allowed what the one before it is, and more
-ROLES = ("submitter", "reviewer", "admin")
 _PREFIX = "rf_"
 _tokens = ApiTokenRow.__table__  # type: ignore[attr-defined]
 # built once: every request verifies a token, so its statement is not rebuilt each time
@@ -40,42 +38,6 @@ _BY_ID = _tokens.select().where(_tokens.c.id == sa.bindparam("token_id"))
 
 def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
-
-
-@dataclass(frozen=True)
-class ApiToken:
-    """A stored token, without its secret."""
-
-    id: str
-    name: str
-    role: str
-    #: the artifact types it may act on; empty: every type
-    types: tuple[str, ...] = ()
-    created_by: str = ""
-    created_at: datetime | None = None
-    expires_at: datetime | None = None
-    revoked_at: datetime | None = None
-
-    def allows_role(self, role: str) -> bool:
-        """Whether this token's role is `role` or above it."""
-        return ROLES.index(self.role) >= ROLES.index(role)
-
-    def allows_type(self, type_name: str) -> bool:
-        return not self.types or type_name in self.types
-
-    def active(self, now: datetime | None = None) -> bool:
-        now = now or utcnow()
-        if self.revoked_at is not None:
-            return False
-        return self.expires_at is None or as_utc(self.expires_at) > now
-
-
-@dataclass(frozen=True)
-class IssuedToken:
-    """A token just created: the only time its secret is known."""
-
-    token: ApiToken
-    secret: str = field(repr=False)
 
 
 def _row(row: sa.Row) -> ApiToken:  # type: ignore[type-arg]

@@ -12,9 +12,9 @@ from rubricflow.model import Rubric
 
 if TYPE_CHECKING:
     from rubricflow.errors import Problem
+    from rubricflow.records.evaluations import CriterionPassRate
+    from rubricflow.records.rubrics import RubricVersionInfo
     from rubricflow.rubric_diff import RubricDiff
-    from rubricflow.store.evaluations import CriterionPassRate
-    from rubricflow.store.rubrics import RubricVersionInfo
 
 __all__ = [
     "MAX_DOCUMENT_CHARS",

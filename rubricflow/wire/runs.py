@@ -12,8 +12,8 @@ from rubricflow.wire.trust import PassRateEstimateOut
 
 if TYPE_CHECKING:
     from rubricflow.compare import RunComparison
+    from rubricflow.records.evaluations import JudgeUsage
     from rubricflow.runs import RunInfo, RunSummary
-    from rubricflow.store.evaluations import JudgeUsage
 
 __all__ = [
     "CriterionDeltaOut",

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
-    from rubricflow.store.tokens import ApiToken
+    from rubricflow.records.tokens import ApiToken
 
 __all__ = ["TokenCreate", "TokenIssued", "TokenOut"]
 
