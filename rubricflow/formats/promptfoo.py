@@ -577,7 +577,7 @@ def _contains(
             "string_check",
             {"operation": op, "reference": text},
         )
-    terms = value.split(",") if isinstance(value, str) else value
+    terms = [t.strip() for t in value.split(",")] if isinstance(value, str) else value
     if not isinstance(terms, list) or not terms or not all(isinstance(t, str) for t in terms):
         reader.problem(f"{where}.value", f"a {kind} assertion needs a list of texts as `value`")
         return None
