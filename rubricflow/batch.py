@@ -46,6 +46,7 @@ from rubricflow.runs import (
 __all__ = [
     "BatchRun",
     "BatchTally",
+    "CaseEvaluator",
     "ResumeError",
     "criteria_in_flight",
     "targets_in_flight",
@@ -87,6 +88,11 @@ def targets_in_flight(judge_limit: int | None, per_target: int) -> int:
         return DEFAULT_TARGETS_IN_FLIGHT
     wanted = math.ceil(JUDGE_BACKLOG * judge_limit / per_target)
     return max(DEFAULT_TARGETS_IN_FLIGHT, min(MAX_TARGETS_IN_FLIGHT, wanted))
+
+
+#: scores (rubric, target) pairs and yields their evaluations in input order, as
+#: `evaluate_cases(cases, target_concurrency=..., **options)` does
+CaseEvaluator = Callable[..., AsyncGenerator[Evaluation, None]]
 
 
 class ResumeError(RubricflowError):
@@ -322,14 +328,17 @@ class BatchRun:
         *,
         target_concurrency: int,
         on_evaluation: Callable[[Evaluation], None] | None = None,
+        evaluator: CaseEvaluator | None = None,
         **options: Any,
     ) -> AsyncGenerator[Evaluation, None]:
-        """Evaluate the cases not finished yet, writing each result as it lands."""
+        """Evaluate the cases not finished yet, writing each result as it lands.
+        `evaluator` (default: `evaluate_cases` here) scores them elsewhere, e.g. on a Ray
+        cluster (`rubricflow.ray.RayEvaluator`), yielding in input order all the same."""
         if self._stream is not None:
             for evaluation in self._copy_to_file:
                 self._stream.write(evaluation_line(evaluation, self.info.id))
             self._stream.flush()
-        evaluations = evaluate_cases(
+        evaluations = (evaluator or evaluate_cases)(
             self._cases(cases), target_concurrency=target_concurrency, **options
         )
         # closed here, not by the garbage collector, when the caller stops early

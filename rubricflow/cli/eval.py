@@ -441,6 +441,34 @@ def _print_summary(batch: BatchRun) -> None:
         out.print(f"LLM usage: {escape(usage_text(tally.usage()))}")
 
 
+def _ray_evaluator(
+    address: str | None, actors: int, spec: str | None, judge_concurrency: int | None
+) -> dict[str, Any]:
+    """`{"evaluator": ...}` scoring on the Ray cluster at `address`, or nothing without
+    --ray; a missing ray extra is a usage error naming the install."""
+    if address is None:
+        return {}
+    try:
+        from rubricflow.ray import RayEvaluator
+    except ImportError:
+        fail(
+            "--ray needs Ray: pip install -e '.[ray]' from the checkout (ray[data]), on the "
+            "driver and on every node"
+        )
+    from rubricflow.settings import current
+
+    # the spec, not the session, travels: each actor builds its own judge from it
+    judge = spec if spec is not None else current().llm
+    return {
+        "evaluator": RayEvaluator(
+            address=address,
+            actors=actors,
+            judge=judge,
+            judge_concurrency=judge_concurrency or 8,
+        )
+    }
+
+
 def eval_command(
     rubric_path: Annotated[
         Path,
@@ -537,6 +565,26 @@ def eval_command(
             "target, a failure per failed criterion), for CI test reports.",
         ),
     ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="auto|local|ADDRESS",
+            help="Score the targets on a Ray cluster (the ray extra): auto joins the one "
+            "`ray start` runs here (or RAY_ADDRESS), local starts one in this process, "
+            "ADDRESS joins that one. Results, --db and --resume are as a local run's: the "
+            "workers write no file.",
+        ),
+    ] = None,
+    ray_actors: Annotated[
+        int,
+        typer.Option(
+            "--ray-actors",
+            min=1,
+            help="Ray actors scoring targets with --ray, each with one judge session; the "
+            "judge's concurrency stays one limit for the whole cluster.",
+        ),
+    ] = 2,
 ) -> None:
     """Evaluate targets or an evaluation suite against a rubric.
 
@@ -632,6 +680,7 @@ def eval_command(
                         "llm_feedback": llm_feedback,
                         "double_pass": double_pass or None,
                     },
+                    **_ray_evaluator(ray_address, ray_actors, spec, judge_concurrency),
                 )
             )
         except (asyncio.CancelledError, KeyboardInterrupt):

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 from rubricflow.errors import ConfigurationError, RubricflowError
+from rubricflow.llm.admission import admitted
 from rubricflow.results import CallOutcome
 from rubricflow.settings import current as current_settings
 
@@ -358,7 +359,7 @@ class LLMProvider(ABC):
         """One attempt within the provider's limits; raises `TransportError` on failure."""
         state = self.loop_state()
         limit = self.settings.timeout if timeout is None else min(timeout, self.settings.timeout)
-        async with state.semaphore:
+        async with state.semaphore, admitted():
             await self._pace(state)
             try:
                 return await asyncio.wait_for(self._send(request, limit), timeout=limit + 1.0)

@@ -1,0 +1,231 @@
+"""The driver's side: connecting to a cluster, scoring a Ray Dataset of targets, and the
+evaluator a batch run (`rubricflow eval --ray`) hands its targets to."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncGenerator, AsyncIterable, Iterable, Iterator
+from typing import Any
+
+import ray
+import ray.data
+
+from rubricflow.errors import ConfigurationError
+from rubricflow.model import Rubric
+from rubricflow.ray.actors import BatchEvaluator, JudgeConfig
+from rubricflow.ray.budget import budget_actor
+from rubricflow.results import Evaluation, Target
+
+__all__ = ["RayEvaluator", "connect", "evaluate_dataset"]
+
+#: targets per Ray Dataset in a batch run: results stream back in order while the next
+#: chunk is read, and the driver never holds a whole input file
+CHUNK = 4096
+DEFAULT_BATCH = 16
+
+
+def connect(address: str | None = "auto") -> None:
+    """Join the Ray cluster at `address` (`auto`: the one `ray start` runs here or
+    RAY_ADDRESS names; `local`: start one in this process) unless already joined."""
+    if ray.is_initialized():
+        return
+    kwargs: dict[str, Any] = {
+        "log_to_driver": False,
+        "logging_level": logging.WARNING,
+        "include_dashboard": False,
+    }
+    try:
+        if address in (None, "local"):
+            ray.init(**kwargs)
+        else:
+            ray.init(address=address, **kwargs)
+    except (ConnectionError, RuntimeError, ValueError) as error:
+        raise ConfigurationError(
+            f"cannot join the Ray cluster at {address!r}: {error}. Start one with "
+            "`ray start --head`, pass its address (--ray HOST:PORT), or --ray local"
+        ) from None
+
+
+def _quiet_context(preserve_order: bool) -> Any:
+    context = ray.data.DataContext.get_current()
+    context.execution_options.preserve_order = preserve_order
+    context.enable_progress_bars = False
+    return context
+
+
+def _rows(
+    cases: Iterable[tuple[Rubric, Target]], start: int = 0
+) -> tuple[list[dict[str, Any]], dict[str, Rubric]]:
+    rows: list[dict[str, Any]] = []
+    rubrics: dict[str, Rubric] = {}
+    for position, (rubric, target) in enumerate(cases, start):
+        rubrics.setdefault(rubric.content_hash, rubric)
+        rows.append(
+            {
+                "position": position,
+                "rubric": rubric.content_hash,
+                "target": target.model_dump_json(),
+            }
+        )
+    return rows, rubrics
+
+
+def _scored(
+    dataset: ray.data.Dataset,
+    rubrics: dict[str, Rubric],
+    judge: JudgeConfig,
+    options: dict[str, Any],
+    *,
+    actors: int,
+    batch_size: int,
+) -> ray.data.Dataset:
+    return dataset.map_batches(
+        BatchEvaluator,
+        fn_constructor_kwargs={"rubrics": rubrics, "judge": judge, "options": options},
+        concurrency=actors,
+        batch_size=batch_size,
+        batch_format="pyarrow",
+        num_cpus=0.5,
+    )
+
+
+def evaluate_dataset(
+    ds: ray.data.Dataset,
+    rubric: Rubric,
+    *,
+    judge: str | None = None,
+    concurrency: int = 2,
+    judge_concurrency: int = 8,
+    cluster_judge_limit: int | None = None,
+    judge_settings: dict[str, Any] | None = None,
+    cache: str | None = None,
+    batch_size: int = DEFAULT_BATCH,
+    target_concurrency: int = 8,
+    allow_import: bool = False,
+    options: dict[str, Any] | None = None,
+) -> ray.data.Dataset:
+    """A Dataset of evaluations of `ds`'s targets against `rubric`, scored by `concurrency`
+    actors, each holding one judge session (`judge`, a spec) with `judge_concurrency` calls
+    in flight; `cluster_judge_limit` caps the calls in flight across the whole cluster
+    (one named actor holds the count; default: `judge_concurrency`).
+
+    `ds`'s rows are targets (`content`, and optional `id`, `query`, `reference`,
+    `metadata`), or a `target` column of target JSON. The result's rows are `id`,
+    `rubric_id`, `verdict`, `passed`, `score` and `evaluation` (the whole record, as
+    `evaluate_many` gives it, as JSON), ready for `write_json` or `write_parquet`; in
+    `ds`'s order when the DataContext preserves order. Lazy, as every Dataset: nothing
+    runs until read.
+    """
+    if concurrency < 1:
+        raise ConfigurationError(f"concurrency (actors) must be at least 1, got {concurrency}")
+    settings = {"max_concurrency": judge_concurrency, **(judge_settings or {})}
+    budget = None
+    if judge is not None:
+        budget = (judge, cluster_judge_limit or judge_concurrency)
+    config = JudgeConfig(judge, settings, cache, budget)
+    if budget is not None:
+        budget_actor(*budget)
+    run_options = {
+        "target_concurrency": target_concurrency,
+        "allow_import": allow_import,
+        "options": dict(options or {}),
+    }
+    return _scored(
+        ds,
+        {rubric.content_hash: rubric},
+        config,
+        run_options,
+        actors=concurrency,
+        batch_size=batch_size,
+    )
+
+
+class RayEvaluator:
+    """What a batch run (`BatchRun.run(evaluator=...)`) evaluates its cases with when they
+    go to a Ray cluster: the same evaluations, in the same order, as `evaluate_cases`,
+    scored by `actors` Ray actors. The judge is rebuilt on each actor from `judge` (its
+    spec); calls in flight across the cluster are capped at `judge_concurrency`."""
+
+    def __init__(
+        self,
+        *,
+        address: str | None,
+        actors: int,
+        judge: str | None,
+        judge_concurrency: int = 8,
+        batch_size: int = DEFAULT_BATCH,
+    ) -> None:
+        if actors < 1:
+            raise ConfigurationError(f"--ray-actors must be at least 1, got {actors}")
+        self.address = address
+        self.actors = actors
+        self.judge = judge
+        self.judge_concurrency = judge_concurrency
+        self.batch_size = batch_size
+
+    async def __call__(
+        self,
+        cases: AsyncIterable[tuple[Rubric, Target]] | Iterable[tuple[Rubric, Target]],
+        *,
+        target_concurrency: int,
+        **options: Any,
+    ) -> AsyncGenerator[Evaluation, None]:
+        await asyncio.to_thread(connect, self.address)
+        options.pop("plugins", None)  # each actor finds its own, through entry points
+        inner = dict(options.pop("options", None) or {})
+        inner.pop("llm", None)  # a session cannot travel: each actor builds its own
+        run_options = {
+            "target_concurrency": max(1, target_concurrency // self.actors),
+            "options": inner,
+            **options,
+        }
+        judge = JudgeConfig(
+            self.judge,
+            {"max_concurrency": self.judge_concurrency},
+            None,
+            (self.judge, self.judge_concurrency) if self.judge else None,
+        )
+        if judge.budget is not None:
+            await asyncio.to_thread(budget_actor, *judge.budget)
+        start = 0
+        async for chunk in _chunks(cases, CHUNK):
+            rows, rubrics = _rows(chunk, start)
+            start += len(rows)
+            _quiet_context(preserve_order=True)
+            dataset = _scored(
+                ray.data.from_items(rows),
+                rubrics,
+                judge,
+                run_options,
+                actors=min(self.actors, max(1, -(-len(rows) // self.batch_size))),
+                batch_size=self.batch_size,
+            )
+            batches = dataset.iter_batches(batch_size=None, batch_format="pyarrow")
+            iterator: Iterator[Any] = iter(batches)
+            while True:
+                batch = await asyncio.to_thread(next, iterator, None)
+                if batch is None:
+                    break
+                for text in batch.column("evaluation").to_pylist():
+                    yield Evaluation.model_validate_json(text)
+
+
+async def _chunks(
+    cases: AsyncIterable[tuple[Rubric, Target]] | Iterable[tuple[Rubric, Target]], size: int
+) -> AsyncGenerator[list[tuple[Rubric, Target]], None]:
+    chunk: list[tuple[Rubric, Target]] = []
+    if isinstance(cases, AsyncIterable):
+        async for case in cases:
+            chunk.append(case)
+            if len(chunk) >= size:
+                yield chunk
+                chunk = []
+    else:
+        for case in cases:
+            chunk.append(case)
+            if len(chunk) >= size:
+                yield chunk
+                chunk = []
+    if chunk:
+        yield chunk
