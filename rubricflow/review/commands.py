@@ -27,6 +27,15 @@ from rubricflow.review.context import (
     why,
 )
 from rubricflow.review.lifecycle import CREATE
+from rubricflow.review.reviewers import (
+    VOTE,
+    Vote,
+    needs_votes,
+    settle,
+    summary,
+    vote_reason,
+    votes_of,
+)
 from rubricflow.store.artifacts import Artifact, ArtifactType, NewArtifact
 
 __all__ = ["ArtifactCommands"]
@@ -99,8 +108,9 @@ class ArtifactCommands:
         expected_version: int | None = None,
     ) -> Artifact:
         """A named human approves an artifact whose review passed and awaits approval
-        (refused while the review still runs: the lifecycle's guard)."""
-        return await self._decide(artifact_id, "approve", actor, why, reason, expected_version)
+        (refused while the review still runs: the lifecycle's guard). On a type that
+        wants several reviewers it is this reviewer's vote (`review/reviewers.py`)."""
+        return await self._decide_or_vote(artifact_id, "approve", actor, reason, expected_version)
 
     async def reject(
         self,
@@ -110,7 +120,7 @@ class ArtifactCommands:
         reason: str,
         expected_version: int | None = None,
     ) -> Artifact:
-        return await self._decide(artifact_id, "reject", actor, why, reason, expected_version)
+        return await self._decide_or_vote(artifact_id, "reject", actor, reason, expected_version)
 
     async def override(
         self,
@@ -242,6 +252,49 @@ class ArtifactCommands:
         return moved.model_copy(
             update={"content": revised.content, "content_hash": revised.content_hash}
         )
+
+    async def _decide_or_vote(
+        self,
+        artifact_id: str,
+        trigger: str,
+        actor: str,
+        reason: str,
+        expected_version: int | None,
+    ) -> Artifact:
+        """A person's `approve` or `reject`: the decision itself, or, on an artifact whose
+        type wants several reviewers, a vote that settles it once the votes agree."""
+        repository = self._context.repository
+        artifact = await repository.get(artifact_id)
+        check_version(artifact, expected_version)
+        who = named(actor)
+        because = why(reason or "")
+        policy = (await repository.get_type(artifact.type)).review_policy
+        if not needs_votes(policy, artifact, who):
+            return await self._apply(
+                artifact, trigger, actor=who, reason=because, expected_version=expected_version
+            )
+        votes = votes_of(await repository.history(artifact_id), artifact.revision)
+        if any(vote.actor == who for vote in votes):
+            raise ReviewError(
+                f"{who} has already decided artifact {artifact_id!r}; each reviewer decides "
+                f"once (it waits for {policy.reviewers} reviewers, or a lead's decision)"
+            )
+        vote = Vote(who, trigger, because, lead=who in policy.leads)
+        votes.append(vote)
+        decision = settle(votes, policy.reviewers)
+        if decision is not None:
+            return await self._apply(
+                artifact,
+                decision,
+                actor=who,
+                reason=f"{because} — {summary(votes, decision)}",
+                expected_version=expected_version,
+            )
+        change = self._context.change(artifact, VOTE, actor=who, reason=vote_reason(vote))
+        counted = f"{len(votes)} of {policy.reviewers} reviewer decisions recorded"
+        shown = change._replace(shown_reason=f"{counted}; waiting for another reviewer")
+        written, _ = await self._context.commit(artifact, shown, expected_version=expected_version)
+        return written
 
     async def _decide(
         self,

@@ -102,6 +102,9 @@ EDGES: dict[str, tuple[tuple[str, ...], str]] = {
     "dead_letter": (("in_review",), "dead_lettered"),
     # a person sends a dead-lettered artifact back to the queue, its failures forgiven
     "retry": (("dead_lettered",), "pending_review"),
+    # one reviewer's decision on an artifact that needs several (`ReviewPolicy.reviewers`):
+    # recorded, the artifact still waiting for the others (review/reviewers.py)
+    "vote": (("in_review",), "in_review"),
 }
 TRIGGERS: tuple[str, ...] = tuple(EDGES)
 
@@ -114,13 +117,14 @@ REVISION_EDGES: dict[str, tuple[tuple[str, ...], str]] = {"revise": (("current",
 
 # a person's triggers that wait until a running review has passed (the artifact awaits
 # approval): fired while the review runs they are refused, not applied
-AFTER_REVIEW_PASSED = frozenset({"approve"})
+AFTER_REVIEW_PASSED = frozenset({"approve", "vote"})
 # the review's outcome that leaves the artifact waiting for a human's approval
-AWAITS_APPROVAL = frozenset({"await_approval"})
+AWAITS_APPROVAL = frozenset({"await_approval", "vote"})
 
 # fired by a review (a worker or an inline review), never by a person or a bot's call
+# (`vote` is a person's, but fired for them by their `approve` or `reject`)
 SYSTEM_TRIGGERS = frozenset(
-    {"start_review", "request_revision", "abort_review", "await_approval", "dead_letter"}
+    {"start_review", "request_revision", "abort_review", "await_approval", "dead_letter", "vote"}
 )
 
 # how many failed reviews in a row dead-letter an artifact, unless configured

@@ -9,6 +9,7 @@ from datetime import datetime
 from rubricflow.errors import IllegalTransitionError, NotFoundError
 from rubricflow.results import Evaluation
 from rubricflow.review.context import ReviewContext, utcnow
+from rubricflow.review.reviewers import VOTE, blind
 from rubricflow.store.artifacts import Artifact, ArtifactEvent, ArtifactType
 from rubricflow.store.evaluations import EvaluationFilter
 
@@ -54,8 +55,13 @@ class ArtifactQueries:
         )
 
     async def history(self, artifact_id: str) -> list[ArtifactEvent]:
-        """Every transition of the artifact, oldest first."""
-        return await self._context.repository.history(artifact_id)
+        """Every transition of the artifact, oldest first; the votes on a decision still
+        open are hidden (`reviewers.blind`), so a later reviewer decides unswayed."""
+        repository = self._context.repository
+        events = await repository.history(artifact_id)
+        if not any(event.trigger == VOTE for event in events):
+            return events
+        return blind(events, await repository.get(artifact_id))
 
     async def evaluations(self, artifact_id: str, revision: int | None = None) -> list[Evaluation]:
         """The stored evaluations of the artifact (one revision, or all), newest first."""

@@ -266,6 +266,9 @@ class Change(NamedTuple):
     revision: int | None = None
     #: the count of failed reviews in a row after this change (None keeps it)
     failures: int | None = None
+    #: the artifact's `last_reason` when it must not be the event's reason (a reviewer's
+    #: decision, hidden from later reviewers until the artifact is settled); None: `reason`
+    shown_reason: str | None = None
 
 
 def _check_text(value: str | None, what: str, limit: int | None = None) -> None:

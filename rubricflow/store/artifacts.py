@@ -408,7 +408,7 @@ class ArtifactTransaction:
             "status": change.dest,
             "version": artifact.version + 1,
             "updated_at": utcnow(),
-            "last_reason": change.reason,
+            "last_reason": change.reason if change.shown_reason is None else change.shown_reason,
             "lease_owner": change.lease_owner,
             "lease_expires_at": change.lease_expires_at,
             "awaiting_approval": change.awaiting_approval,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from rubricflow.errors import IllegalTransitionError
-from rubricflow.review import EDGES, STATES, TRIGGERS, ArtifactRegistry, Lifecycle
+from rubricflow.review import EDGES, STATES, TRIGGERS, ArtifactRegistry, Lifecycle, ReviewPolicy
 from rubricflow.store import Store
 
 from .conftest import (
@@ -101,6 +101,8 @@ async def _human(registry: ArtifactRegistry, trigger: str, artifact_id: str) -> 
         return await registry.revise(artifact_id, PASS, actor="bot", reason="rewrote it")
     if trigger in ("withdraw", "archive"):
         return await getattr(registry, trigger)(artifact_id, actor="dana", reason="tidy up")
+    if trigger == "vote":  # one of several reviewers approves
+        return await registry.approve(artifact_id, actor="dana", reason="my call")
     return await getattr(registry, trigger)(artifact_id, actor="dana", reason="my call")
 
 
@@ -114,12 +116,17 @@ SETUPS: dict[tuple[str, str], tuple[str, Any, str]] = {
     ("dead_letter", "in_review"): ("doc", BROKEN, "last_failure"),
     ("await_approval", "in_review"): ("gated", PASS, REVIEW),
     ("reject", "in_review"): ("gated", PASS, "awaiting"),
+    ("vote", "in_review"): ("voted", PASS, "awaiting"),
     ("override", "in_review"): ("doc", PASS, "human"),
 }
 
 
 async def test_every_legal_edge_succeeds_and_is_recorded(registry: ArtifactRegistry) -> None:
     await doc_types(registry)
+    gated = await registry.get_type("gated")  # and two reviewers decide each artifact
+    await registry.set_type(
+        gated.model_copy(update={"name": "voted", "review_policy": ReviewPolicy(reviewers=2)})
+    )
     covered = set()
     for trigger, source in LEGAL:
         type_name, content, how = SETUPS.get((trigger, source), ("doc", None, "human"))
@@ -342,7 +349,9 @@ def test_a_persons_approve_waits_for_the_review_to_pass_but_the_reviews_does_not
     with pytest.raises(IllegalTransitionError, match="is draft: 'approve'"):
         lifecycle.decide(_Seen("draft"), "approve")
     assert lifecycle.awaits_approval("await_approval")
-    assert not any(lifecycle.awaits_approval(t) for t in TRIGGERS if t != "await_approval")
+    assert lifecycle.awaits_approval("vote")  # one of several reviewers decided
+    waits = {"await_approval", "vote"}
+    assert not any(lifecycle.awaits_approval(t) for t in TRIGGERS if t not in waits)
 
 
 def test_a_claim_starts_a_queued_review_or_takes_over_a_stranded_one() -> None:
