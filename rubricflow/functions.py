@@ -333,6 +333,46 @@ def contains_json(target: Target) -> CheckResult:
     return CheckResult(False, ["no JSON object or array found"])
 
 
+def openai_multi(
+    target: Target, graders: Mapping[str, Mapping[str, Any]], calculate_output: str
+) -> CheckResult:
+    """OpenAI's `multi` grader over string checks and text similarity: each named grader's
+    score (a string check 1 or 0, a similarity metric's value), then `calculate_output`
+    computed from them by the safe arithmetic of `rubricflow.formats.arithmetic` (never
+    `eval`). The result must lie in 0..1 to be a criterion's score."""
+    from rubricflow.formats.arithmetic import check_formula, evaluate_formula
+
+    tree = check_formula(calculate_output, graders)
+    values: dict[str, float] = {}
+    for name, grader in graders.items():
+        values[name] = _inner_grade(target, grader)
+    score = evaluate_formula(tree, values)
+    shown = ", ".join(f"{name}={value:g}" for name, value in values.items())
+    if not 0 <= score <= 1:
+        raise ValueError(
+            f"calculate_output gave {score:g} from {shown}; a criterion's score is 0..1: "
+            "scale the formula into that range"
+        )
+    return CheckResult(score, [shown, f"{calculate_output} = {score:g}"])
+
+
+def _inner_grade(target: Target, grader: Mapping[str, Any]) -> float:
+    if grader.get("type") == "string_check":
+        found = string_check(
+            target, grader["operation"], grader.get("reference"), grader.get("reference_key")
+        )
+        return 1.0 if found.value else 0.0
+    try:
+        from rubricflow_metrics.scorer import compute_metric
+    except ImportError:
+        raise ValueError(
+            "text_similarity needs the metrics plugin: python -m pip install "
+            "./plugins/rubricflow-metrics (from the checkout)"
+        ) from None
+    config = {k: v for k, v in grader.items() if k in ("reference", "reference_key")}
+    return float(compute_metric(grader["metric"], target.content, target.reference, config).score)
+
+
 def _target_rubric(target: Target) -> Rubric:
     """The rubric under review: a `Rubric`, or a document (or YAML/JSON text) in any format
     rubricflow loads, detected as a file would be (dataknobs' meta-rubric grades rubrics
@@ -387,6 +427,7 @@ BUILTIN_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "string_check": string_check,
     "levenshtein_within": levenshtein_within,
     "contains_json": contains_json,
+    "openai_multi": openai_multi,
     **{
         f"meta.{name}": _meta(name)
         for name in (
@@ -479,6 +520,23 @@ _CONFIG_SCHEMAS: dict[str, tuple[dict[str, Any], Any]] = {
             "contains_json",
         )
     },
+    "openai_multi": (
+        {
+            "type": "object",
+            "properties": {
+                "graders": {
+                    "type": "object",
+                    "minProperties": 1,
+                    "description": "the inner graders by name",
+                },
+                "calculate_output": {"type": "string", "description": "an arithmetic formula"},
+            },
+            "required": ["graders", "calculate_output"],
+            "additionalProperties": False,
+            "description": "options graders and calculate_output",
+        },
+        None,
+    ),
     "levenshtein_within": (
         {
             "type": "object",

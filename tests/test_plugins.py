@@ -40,6 +40,7 @@ BUILTIN_FUNCTIONS = {
     "non_empty",
     "levenshtein_within",
     "contains_json",
+    "openai_multi",
     "word_count_between",
     "char_count_between",
     "contains_all",

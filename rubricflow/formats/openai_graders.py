@@ -18,7 +18,11 @@ grader passes. The score is the mean of the graders' scores.
 - `label_model`: an `llm_decode` criterion whose levels are the labels; a passing label
   scores 1 and passes, any other scores 0.
 - `python` graders run code: refused, with how to port one to a check function.
-- `multi` graders (`calculate_output`) are refused, naming the graders to import instead.
+- `multi` graders over `string_check` and `text_similarity` graders: the built-in
+  `openai_multi` check grades each and computes `calculate_output` by safe arithmetic
+  (`rubricflow.formats.arithmetic`: numbers, names, `+ - * / ^`, `min max abs floor ceil
+  exp sqrt log`; never `eval`), passing at `pass_threshold`. A formula with anything else,
+  or a multi over model graders, is refused, naming it.
 
 Templates: the text under review is `{{ sample.output_text }}`, and `{{ item.FIELD }}` is
 the target's reference field FIELD (`reference_key`). The judge of a model grader is
@@ -126,15 +130,7 @@ def _criterion(reader: SourceReader, grader: Mapping[str, Any], path: str) -> di
         )
         return None
     if kind == "multi":
-        inner = grader.get("graders")
-        names = ", ".join(sorted(inner)) if isinstance(inner, Mapping) else "its graders"
-        reader.problem(
-            f"{path}.calculate_output",
-            f"grader {name!r} is a multi grader (calculate_output "
-            f"{grader.get('calculate_output')!r}), which is not imported: import its "
-            f"graders ({names}) as graders of their own",
-        )
-        return None
+        return _multi(reader, grader, path, base)
     if kind == "string_check":
         return _string_check(reader, grader, path, base)
     if kind == "text_similarity":
@@ -326,3 +322,65 @@ def _label_model(
         "min_score": 1.0,
         "scoring": {"method": "llm_decode"},
     }
+
+
+def _multi(
+    reader: SourceReader, grader: Mapping[str, Any], path: str, base: dict[str, Any]
+) -> dict[str, Any] | None:
+    """A multi grader over deterministic graders, as one `openai_multi` check."""
+    from rubricflow.formats.arithmetic import FormulaError, check_formula
+
+    name = base["name"]
+    inner = reader.mapping(grader.get("graders"), f"{path}.graders")
+    if inner is None:
+        return None
+    graders: dict[str, Any] = {}
+    for key, raw in inner.items():
+        where = f"{path}.graders.{key}"
+        sub = reader.mapping(raw, where)
+        if sub is None:
+            continue
+        if sub.get("type") not in ("string_check", "text_similarity"):
+            reader.problem(
+                f"{where}.type",
+                f"multi grader {name!r}: its grader {key!r} is a {sub.get('type')!r} grader; "
+                "a multi grader is imported over string_check and text_similarity graders "
+                "only: import model graders as graders of their own",
+            )
+            continue
+        kind, warned = sub["type"], len(reader.warnings)
+        made = (_string_check if kind == "string_check" else _text_similarity)(
+            reader, sub, where, {"id": key, "name": key}
+        )
+        del reader.warnings[warned:]  # an inner grader's own pass_threshold is not read
+        scoring = made["scoring"]
+        entry: dict[str, Any] = {"type": kind, **scoring["config"]}
+        if kind == "text_similarity":
+            entry["metric"] = scoring["metric"]
+        graders[str(key)] = entry
+    formula = grader.get("calculate_output")
+    try:
+        check_formula(str(formula) if formula is not None else "", inner)
+    except FormulaError as error:
+        reader.problem(f"{path}.calculate_output", f"multi grader {name!r}: {error}")
+        return None
+    criterion: dict[str, Any] = {
+        **base,
+        "description": f"{formula} over its graders ({', '.join(graders)})",
+        "scoring": {
+            "method": "deterministic",
+            "function": "openai_multi",
+            "config": {"graders": graders, "calculate_output": formula},
+        },
+    }
+    threshold = reader.number(grader, "pass_threshold", path)
+    if threshold is None:
+        criterion["required"] = False
+        reader.warn(
+            f"{path}.pass_threshold", "no pass_threshold: the grader scores and does not gate"
+        )
+    elif not 0 <= threshold <= 1:
+        reader.problem(f"{path}.pass_threshold", "must be within 0..1 (a criterion's score)")
+    else:
+        criterion["min_score"] = threshold
+    return criterion

@@ -6,10 +6,13 @@ OpenAI-compatible server; text similarity by the metrics plugin."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from llm.fixtures import clean_llm_env, server, session_for
 from llm.scripted import Recorded, Reply, ScriptedServer, openai_reply
 
@@ -157,11 +160,16 @@ async def test_text_similarity_scores_against_each_item_s_reference() -> None:
             {
                 "type": "multi",
                 "name": "m",
-                "graders": {"a": {}, "b": {}},
-                "calculate_output": "a+b",
+                "graders": {"a": STRING_CHECKS[1]},
+                "calculate_output": "__import__('os').system('x')",
             },
             ".calculate_output",
-            "import its graders (a, b)",
+            "only the functions",
+        ),
+        (
+            {"type": "multi", "name": "m", "graders": {"a": SCORE}, "calculate_output": "a"},
+            ".graders.a.type",
+            "import model graders as graders of their own",
         ),
         ({**STRING_CHECKS[0], "input": "{{ item.question }}"}, ".input", "sample.output_text"),
         (
@@ -188,3 +196,76 @@ def test_an_exported_eval_file_is_detected(tmp_path: Path) -> None:
     loaded = load_file(path)
     assert loaded.format == "openai-graders"
     assert [w.path for w in loaded.warnings] == ["testing_criteria[2].model"]
+
+
+MULTI = {
+    "type": "multi",
+    "name": "Blend",
+    "graders": {
+        "sorry": STRING_CHECKS[1],
+        "close": {**SIMILAR, "evaluation_metric": "bleu"},
+    },
+    "calculate_output": "0.25 * sorry + 0.75 * max(close, sorry ^ 2 / 2)",
+    "pass_threshold": 0.5,
+}
+
+
+async def test_a_multi_grader_computes_its_formula_safely() -> None:
+    pytest.importorskip("rubricflow_metrics")
+    rubric = one(MULTI)
+    (criterion,) = rubric.criteria
+    assert (criterion.scoring.function, criterion.min_score) == ("openai_multi", 0.5)
+    far = Target(content="Sorry, we are closed.", reference={"answer": "ships monday"})
+    outcome = await evaluate(rubric, far)
+    # sorry = 1, close = bleu ~ 0: 0.25 + 0.75 * max(~0, 0.5) = 0.625
+    assert outcome.criteria[0].score == pytest.approx(0.625)
+    assert outcome.verdict == "pass"
+    plain = await evaluate(rubric, Target(content="closed", reference={"answer": "ships"}))
+    assert (plain.verdict, plain.criteria[0].score) == ("fail", 0.0)
+
+
+@pytest.mark.parametrize(
+    ("formula", "says"),
+    [
+        ("a.__class__", "Attribute is not arithmetic"),
+        ("[a]", "List is not arithmetic"),
+        ("open('x')", "only the functions"),
+        ("a if a else 1", "IfExp is not arithmetic"),
+        ("c + 1", "'c' is not a grader"),
+        ("'1' + a", "is not a number"),
+        ("a << 2", "LShift"),
+        ("min(a, b=1)", "without keywords"),
+        ("", "must be a formula"),
+    ],
+)
+def test_a_formula_is_arithmetic_only(formula: str, says: str) -> None:
+    from rubricflow.formats.arithmetic import FormulaError, check_formula
+
+    with pytest.raises(FormulaError, match=re.escape(says)):
+        check_formula(formula, ["a", "b"])
+
+
+def test_formula_values_and_bounds() -> None:
+    from rubricflow.formats.arithmetic import FormulaError, check_formula, evaluate_formula
+
+    def value(formula: str, **names: float) -> float:
+        return evaluate_formula(check_formula(formula, names), names)
+
+    assert value("(a + b) / 2", a=1, b=0) == 0.5
+    assert value("a ^ 2 + sqrt(b) - abs(-1) + floor(1.5) + ceil(0.2)", a=2, b=4) == 7
+    assert value("log(exp(a)) * min(1, 2, 3) - -1", a=1) == 2
+    for bad in ("a / b", "2 ^ 1000", "sqrt(-1)", "9 ^ 9 ^ 9"):
+        with pytest.raises(FormulaError):
+            value(bad, a=1, b=0)
+
+
+@given(st.text(max_size=40))
+@settings(max_examples=300, deadline=None)
+def test_any_text_is_refused_or_computed_never_run(text: str) -> None:
+    from rubricflow.formats.arithmetic import FormulaError, check_formula, evaluate_formula
+
+    try:
+        tree = check_formula(text, ["a"])
+        evaluate_formula(tree, {"a": 0.5})
+    except FormulaError:
+        pass
