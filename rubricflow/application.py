@@ -28,10 +28,28 @@ from rubricflow.store import Store
 # The records these operations hand back, which a face names (the CLI, the tools, the
 # client): a face imports them from here, never from rubricflow.store.
 from rubricflow.store.artifact_models import Artifact, ArtifactEvent, ArtifactType, RubricBinding
+
+# The server's own reads and the values it names (the dashboard's queue and run pages,
+# judge labels, idempotency keys): the server imports them from here too.
+from rubricflow.store.dashboard import (
+    DashboardQueries,
+    QueueBucket,
+    QueueCursor,
+    QueueFilter,
+    RunCursor,
+)
 from rubricflow.store.evaluations import CriterionPassRate, EvaluationFilter, JudgeUsage
+from rubricflow.store.idempotency import (
+    FinishedKey,
+    IdempotencyStore,
+    KeyClaim,
+    KeyRequest,
+    StoredResponse,
+)
+from rubricflow.store.labels import JudgeLabels
 from rubricflow.store.rubrics import RegisteredRubric, RubricVersionInfo
 from rubricflow.store.runs import RunOverview
-from rubricflow.store.tokens import ApiToken, IssuedToken
+from rubricflow.store.tokens import ApiToken, IssuedToken, TokenStore
 from rubricflow.store.webhooks import DeliveryAttempt, WebhookDelivery, WebhookSubscription
 
 if TYPE_CHECKING:
@@ -59,16 +77,28 @@ __all__ = [
     "ArtifactType",
     "ArtifactsAPI",
     "CriterionPassRate",
+    "DashboardQueries",
     "DeliveryAttempt",
     "EvaluationFilter",
+    "FinishedKey",
+    "IdempotencyStore",
     "IssuedToken",
+    "JudgeLabels",
     "JudgeUsage",
+    "KeyClaim",
+    "KeyRequest",
     "LocalArtifacts",
+    "QueueBucket",
+    "QueueCursor",
+    "QueueFilter",
     "RegisteredRubric",
     "RubricBinding",
     "RubricVersionInfo",
+    "RunCursor",
     "RunOverview",
     "SchemaUpgrade",
+    "StoredResponse",
+    "TokenStore",
     "WebhookDelivery",
     "WebhookSubscription",
 ]
@@ -255,6 +285,26 @@ class Application(Core):
     def runs(self) -> RunStore:
         """Batch evaluation runs."""
         return self.store.runs
+
+    @property
+    def tokens(self) -> TokenStore:
+        """API tokens: create, verify, list, revoke (and dashboard session keys)."""
+        return self.store.tokens
+
+    @property
+    def dashboard(self) -> DashboardQueries:
+        """The dashboard's read queries (queue, runs, rubric catalogue, revisions)."""
+        return DashboardQueries(self.store.database)
+
+    @property
+    def judge_labels(self) -> JudgeLabels:
+        """People's decisions as labels of the judge, and the criteria they marked wrong."""
+        return JudgeLabels(self.store.database)
+
+    @property
+    def idempotency_keys(self) -> IdempotencyStore:
+        """The HTTP API's idempotency keys."""
+        return self.store.idempotency
 
     # --- artifacts ---------------------------------------------------------------------------
     @under_settings

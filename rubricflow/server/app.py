@@ -128,7 +128,7 @@ def create_app(
 async def _warn_without_tokens(core: Application) -> None:
     """Say so at start when the store holds no usable token: every request but /healthz
     would be a 401 (say, a token made in another database than the one served)."""
-    tokens = await core.store.tokens.list()
+    tokens = await core.tokens.list()
     if not any(token.active() for token in tokens):
         logging.getLogger("rubricflow.server").warning(
             "this store (%s) holds no active API token, so every request needing one will "

@@ -25,9 +25,8 @@ from typing import Annotated, Any
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from rubricflow.application import Application
-from rubricflow.store.artifact_models import Artifact
-from rubricflow.store.tokens import ROLES, TokenStore
+from rubricflow.application import Application, Artifact, TokenStore
+from rubricflow.records.tokens import ROLES
 
 __all__ = [
     "LOCAL_PRINCIPAL",
@@ -154,7 +153,7 @@ async def authenticate(
         )
     application: Application = request.app.state.application
     principal = await token_cache(request.app).principal(
-        application.store.tokens, credentials.credentials
+        application.tokens, credentials.credentials
     )
     if principal is None:
         raise HTTPException(

@@ -32,15 +32,15 @@ import json
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from rubricflow.server.auth import LOCAL_PRINCIPAL, Principal, token_cache
-from rubricflow.server.problems import PROBLEM_JSON
-from rubricflow.store.idempotency import (
+from rubricflow.application import (
     FinishedKey,
     IdempotencyStore,
     KeyClaim,
     KeyRequest,
     StoredResponse,
 )
+from rubricflow.server.auth import LOCAL_PRINCIPAL, Principal, token_cache
+from rubricflow.server.problems import PROBLEM_JSON
 
 __all__ = ["IDEMPOTENCY_HEADER", "LOCK_SECONDS", "IdempotencyMiddleware"]
 
@@ -71,7 +71,7 @@ async def verified_principal(scope: Scope) -> Principal | None:
         scheme, _, secret = (Headers(scope=scope).get("authorization") or "").partition(" ")
         if scheme.lower() != "bearer" or not secret.strip():
             return None
-        found = await token_cache(app).principal(app.state.application.store.tokens, secret.strip())
+        found = await token_cache(app).principal(app.state.application.tokens, secret.strip())
         if found is None:
             return None
         principal = found
@@ -163,7 +163,7 @@ class IdempotencyMiddleware:
         self._writer: _KeyWriter | None = None
 
     def _keys(self, scope: Scope) -> _KeyWriter:
-        keys: IdempotencyStore = scope["app"].state.application.store.idempotency
+        keys: IdempotencyStore = scope["app"].state.application.idempotency_keys
         if self._writer is None or self._writer.keys is not keys:
             self._writer = _KeyWriter(keys, ttl_seconds=self.ttl_seconds)
         return self._writer

@@ -24,20 +24,22 @@ import asyncio
 import base64
 import binascii
 import json
+from collections.abc import Awaitable
 from datetime import datetime
-from typing import Annotated, Any
+from functools import partial
+from typing import Annotated, Any, Protocol
 from urllib.parse import quote
 
 from fastapi import APIRouter, Header, HTTPException, Query, Request, Response
 from pydantic import BaseModel
 
-from rubricflow.errors import NotFoundError
+from rubricflow.application import Application, Artifact, ArtifactEvent
+from rubricflow.errors import ConfigurationError, NotFoundError
 from rubricflow.results import Evaluation
-from rubricflow.review.lifecycle import DEAD_LETTERED, STATES
+from rubricflow.review.listing import listed_status
 from rubricflow.server.auth import AppDep, Principal, Reviewer, Submitter
 from rubricflow.server.params import INT4_MAX, ArtifactIdPath, VersionQuery
 from rubricflow.server.problems import PROBLEM_RESPONSES
-from rubricflow.store.artifact_models import Artifact, ArtifactEvent
 from rubricflow.wire.artifacts import (
     ID_PATTERN,
     ArtifactCreate,
@@ -280,20 +282,24 @@ async def withdraw_artifact(
 
 
 # --- reviewers' decisions ------------------------------------------------------------------
+class _Change(Protocol):
+    """One decision on one artifact, all but its expected version bound (a registry
+    method, `functools.partial` of it: mypy checks each route's call)."""
+
+    def __call__(self, *, expected_version: int | None) -> Awaitable[Artifact]: ...
+
+
 async def _decide(
-    name: str,
-    application: Any,
+    change: _Change,
+    application: Application,
     principal: Principal,
     artifact_id: str,
-    reason: str | None,
     if_match: str | None,
 ) -> Response:
+    """Apply `change` to an artifact the principal may read, at the If-Match version."""
     expected = _version_of(if_match, "If-Match")
     await _readable(application, principal, artifact_id)
-    decide = getattr(application.artifacts, name)
-    artifact: Artifact = await decide(
-        artifact_id, actor=principal.name, reason=reason, expected_version=expected
-    )
+    artifact = await change(expected_version=expected)
     return _json(artifact, version=artifact.version)
 
 
@@ -310,7 +316,10 @@ async def approve_artifact(
     application: AppDep,
     if_match: IfMatch = None,
 ) -> Response:
-    return await _decide("approve", application, principal, artifact_id, body.reason, if_match)
+    approve = partial(
+        application.artifacts.approve, artifact_id, actor=principal.name, reason=body.reason
+    )
+    return await _decide(approve, application, principal, artifact_id, if_match)
 
 
 @router.post(
@@ -326,7 +335,10 @@ async def reject_artifact(
     application: AppDep,
     if_match: IfMatch = None,
 ) -> Response:
-    return await _decide("reject", application, principal, artifact_id, body.reason, if_match)
+    reject = partial(
+        application.artifacts.reject, artifact_id, actor=principal.name, reason=body.reason
+    )
+    return await _decide(reject, application, principal, artifact_id, if_match)
 
 
 @router.post(
@@ -342,7 +354,10 @@ async def override_artifact(
     application: AppDep,
     if_match: IfMatch = None,
 ) -> Response:
-    return await _decide("override", application, principal, artifact_id, body.reason, if_match)
+    override = partial(
+        application.artifacts.override, artifact_id, actor=principal.name, reason=body.reason
+    )
+    return await _decide(override, application, principal, artifact_id, if_match)
 
 
 @router.post(
@@ -359,7 +374,8 @@ async def retry_artifact(
     if_match: IfMatch = None,
 ) -> Response:
     reason = body.reason if body else None
-    return await _decide("retry", application, principal, artifact_id, reason, if_match)
+    retry = partial(application.artifacts.retry, artifact_id, actor=principal.name, reason=reason)
+    return await _decide(retry, application, principal, artifact_id, if_match)
 
 
 @router.post(
@@ -376,7 +392,10 @@ async def archive_artifact(
     if_match: IfMatch = None,
 ) -> Response:
     reason = body.reason if body else None
-    return await _decide("archive", application, principal, artifact_id, reason, if_match)
+    archive = partial(
+        application.artifacts.archive, artifact_id, actor=principal.name, reason=reason
+    )
+    return await _decide(archive, application, principal, artifact_id, if_match)
 
 
 @router.post(
@@ -423,16 +442,10 @@ async def list_artifacts(
     limit: Annotated[int, Query(ge=1, le=_MAX_PAGE)] = 50,
     cursor: Annotated[str | None, Query(max_length=1000)] = None,
 ) -> ArtifactPage:
-    if dead_letter:
-        if status not in (None, DEAD_LETTERED):
-            raise HTTPException(
-                400, f"dead_letter lists {DEAD_LETTERED} artifacts; drop status={status}"
-            )
-        status = DEAD_LETTERED
-    if status is not None and status not in STATES:
-        raise HTTPException(
-            400, f"status {status!r} is not a state; use one of {', '.join(STATES)}"
-        )
+    try:
+        status = listed_status(status, dead_letter=dead_letter)
+    except ConfigurationError as refused:
+        raise HTTPException(400, str(refused)) from None
     after = _decode_cursor(cursor) if cursor else None
     type_names: list[str] | None = None
     if type is not None:

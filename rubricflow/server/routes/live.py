@@ -31,12 +31,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
+from rubricflow.application import ArtifactEvent
 from rubricflow.errors import NotFoundError
 from rubricflow.review.events import TRANSITION, transition_event
 from rubricflow.server.auth import AppDep, Submitter
 from rubricflow.server.problems import PROBLEM_RESPONSES
 from rubricflow.settings import current, env_name
-from rubricflow.store.artifact_models import ArtifactEvent
 
 __all__ = ["HEARTBEAT_ENV", "router"]
 

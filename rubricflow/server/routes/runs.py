@@ -13,13 +13,12 @@ from datetime import datetime
 
 from fastapi import APIRouter, Query
 
-from rubricflow.application import Application
+from rubricflow.application import Application, EvaluationFilter
 from rubricflow.runs import summarize
 from rubricflow.server.auth import AppDep, Reviewer
 from rubricflow.server.params import INT4_MAX
 from rubricflow.server.problems import PROBLEM_RESPONSES
 from rubricflow.server.scoring import PRINTABLE, IdPath
-from rubricflow.store.evaluations import EvaluationFilter
 from rubricflow.wire.runs import (
     EvaluationPage,
     JudgeUsageList,

@@ -20,7 +20,7 @@ router = APIRouter(
 
 @router.post("", status_code=201, response_model=TokenIssued, summary="Create a token")
 async def create_token(body: TokenCreate, principal: Admin, application: AppDep) -> TokenIssued:
-    issued = await application.store.tokens.create(
+    issued = await application.tokens.create(
         body.name,
         role=body.role,
         types=body.types,
@@ -34,7 +34,7 @@ async def create_token(body: TokenCreate, principal: Admin, application: AppDep)
 async def list_tokens(
     principal: Admin, application: AppDep, include_revoked: bool = False
 ) -> list[TokenOut]:
-    tokens = await application.store.tokens.list(include_revoked=include_revoked)
+    tokens = await application.tokens.list(include_revoked=include_revoked)
     return [TokenOut.of(token) for token in tokens]
 
 
@@ -42,6 +42,6 @@ async def list_tokens(
 async def revoke_token(
     name: str, principal: Admin, application: AppDep, request: Request
 ) -> TokenOut:
-    revoked = await application.store.tokens.revoke(name)
+    revoked = await application.tokens.revoke(name)
     token_cache(request.app).forget()  # it stops working at once, in this process
     return TokenOut.of(revoked)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Request
 
+from rubricflow.application import ArtifactType
 from rubricflow.errors import NotFoundError
 from rubricflow.server.auth import Admin, AppDep, Submitter
 from rubricflow.server.judging import check_type_judge
 from rubricflow.server.params import TypeNamePath
 from rubricflow.server.problems import PROBLEM_RESPONSES
-from rubricflow.store.artifact_models import ArtifactType
 from rubricflow.wire.artifacts import ArtifactTypeIn
 
 __all__ = ["router"]

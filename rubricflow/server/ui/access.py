@@ -22,12 +22,11 @@ from urllib.parse import parse_qs, urlsplit
 
 from fastapi import Depends, HTTPException, Request
 
-from rubricflow.application import Application
+from rubricflow.application import Application, Artifact
 from rubricflow.errors import NotFoundError
 from rubricflow.server.auth import Principal
 from rubricflow.server.ui.security import SignInRequired
 from rubricflow.server.ui.sessions import Session, check_csrf, current_session
-from rubricflow.store.artifact_models import Artifact
 
 __all__ = [
     "MAX_FORM_BYTES",

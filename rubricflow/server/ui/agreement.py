@@ -36,7 +36,6 @@ from rubricflow.server.ui.access import ReviewerViewer, seen_types
 from rubricflow.server.ui.security import UiRoute
 from rubricflow.server.ui.svg import Bar, bar_chart
 from rubricflow.server.ui.templating import render
-from rubricflow.store.labels import JudgeLabels
 
 __all__ = ["Agreement", "agreement_of", "judged_wrong", "record_corrections", "router"]
 
@@ -141,7 +140,7 @@ async def agreement_page(
     before: RowIdQuery = None,
 ) -> Response:
     application: Application = request.app.state.application
-    labels = JudgeLabels(application.store.database)
+    labels = application.judge_labels
     types = seen_types(viewer.principal)  # a reviewer's page: only its types' decisions
     verdicts = await labels.verdict_counts(types=types)
     rubrics = sorted({v.rubric_id for v in verdicts})
@@ -222,6 +221,4 @@ async def record_corrections(
     history = await application.artifacts.history(artifact_id)
     event = next((e for e in reversed(history) if e.trigger == decision and e.actor == actor), None)
     if event is not None:
-        await JudgeLabels(application.store.database).correct(
-            artifact_id, event.seq, marks, actor=actor
-        )
+        await application.judge_labels.correct(artifact_id, event.seq, marks, actor=actor)

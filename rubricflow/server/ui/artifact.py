@@ -29,7 +29,6 @@ from rubricflow.server.ui.agreement import judged_wrong as _judged_wrong
 from rubricflow.server.ui.agreement import record_corrections
 from rubricflow.server.ui.security import UiRoute
 from rubricflow.server.ui.templating import render
-from rubricflow.store.dashboard import DashboardQueries
 
 __all__ = ["DECISIONS", "content_text", "revision_diff", "router"]
 
@@ -146,9 +145,7 @@ async def artifact_page(
     if artifact.revision > 1 and before != after:
         found = {
             r.revision: r.content
-            for r in await DashboardQueries(application.store.database).revisions(
-                artifact_id, numbers=(before, after)
-            )
+            for r in await application.dashboard.revisions(artifact_id, numbers=(before, after))
         }
         if before in found and after in found:
             diff = revision_diff(

@@ -26,18 +26,12 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
-from rubricflow.application import Application
+from rubricflow.application import Application, QueueBucket, QueueCursor, QueueFilter
 from rubricflow.review.lifecycle import DEAD_LETTERED
 from rubricflow.server.auth import Principal
 from rubricflow.server.ui.access import Viewer
 from rubricflow.server.ui.security import UiRoute
 from rubricflow.server.ui.templating import render
-from rubricflow.store.dashboard import (
-    DashboardQueries,
-    QueueBucket,
-    QueueCursor,
-    QueueFilter,
-)
 
 __all__ = ["BUCKETS", "PAGE_SIZE", "router"]
 
@@ -139,7 +133,7 @@ async def _queue_view(request: Request, principal: Principal, query: QueueQuery)
         created_by=None if principal.allows_role("reviewer") else principal.name,
         changed_before=datetime.now(timezone.utc) - age if age else None,
     )
-    reads = DashboardQueries(application.store.database)
+    reads = application.dashboard
     cursor = QueueCursor.decode(query.after) if query.after else None
     page = await reads.queue_page(
         queue, limit=PAGE_SIZE, after=cursor, newest_first=query.order == "newest"

@@ -18,15 +18,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request, Response
 from markupsafe import Markup
 
-from rubricflow.application import Application
+from rubricflow.application import Application, CriterionPassRate
 from rubricflow.errors import NotFoundError
 from rubricflow.model import Criterion, Rubric
 from rubricflow.server.ui.access import Viewer, seen_types
 from rubricflow.server.ui.security import UiRoute
 from rubricflow.server.ui.svg import Bar, Point, Series, bar_chart, line_chart
 from rubricflow.server.ui.templating import render
-from rubricflow.store.dashboard import DashboardQueries
-from rubricflow.store.evaluations import CriterionPassRate
 
 __all__ = ["DAY_WINDOWS", "pass_rate_plots", "router", "side_by_side"]
 
@@ -48,7 +46,7 @@ async def catalogue_page(
     after: Annotated[str, Query(max_length=200)] = "",
 ) -> Response:
     application: Application = request.app.state.application
-    reads = DashboardQueries(application.store.database)
+    reads = application.dashboard
     page = await reads.rubric_catalogue(limit=PAGE_SIZE, after=after or None, search=q.strip())
     return render(
         request,
@@ -178,14 +176,14 @@ async def rubric_page(
     days: Annotated[str, Query(max_length=10)] = "90",
 ) -> Response:
     application: Application = request.app.state.application
-    history = await application.store.rubrics.history(rubric_id)
+    history = await application.rubrics.history(rubric_id)
     versions = [info.version for info in history]
     if version and version not in versions:
         raise NotFoundError(
             f"rubric {rubric_id!r} has no version {version}; stored versions: {', '.join(versions)}"
         )
     chosen = version or versions[-1]
-    rubric = await application.store.rubrics.get(rubric_id, chosen)
+    rubric = await application.rubrics.get(rubric_id, chosen)
     lint = await application.lint_rubric_text(
         json.dumps(rubric.to_dict()), source=f"{rubric_id}@{chosen}", suffix=".json"
     )
@@ -203,9 +201,7 @@ async def rubric_page(
     )
     meta = lint.rubrics[0].meta if lint.rubrics else None
     latest = (
-        rubric
-        if chosen == versions[-1]
-        else await application.store.rubrics.get(rubric_id, versions[-1])
+        rubric if chosen == versions[-1] else await application.rubrics.get(rubric_id, versions[-1])
     )
     order = list(dict.fromkeys([c.id for c in latest.criteria] + [c.id for c in rubric.criteria]))
     return render(
@@ -284,11 +280,11 @@ async def diff_page(
     after: _Version = "",
 ) -> Response:
     application: Application = request.app.state.application
-    history = await application.store.rubrics.history(rubric_id)
+    history = await application.rubrics.history(rubric_id)
     versions = [info.version for info in history]
     diff = await application.diff_rubric(rubric_id, before or None, after or None)
-    old = await application.store.rubrics.get(rubric_id, diff.before_version)
-    new = await application.store.rubrics.get(rubric_id, diff.after_version)
+    old = await application.rubrics.get(rubric_id, diff.before_version)
+    new = await application.rubrics.get(rubric_id, diff.after_version)
     return render(
         request,
         "rubric_diff.html",

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request, Response
 from markupsafe import Markup
 
-from rubricflow.application import Application
+from rubricflow.application import Application, RunCursor
 from rubricflow.compare import RunComparison
 from rubricflow.report.html import estimate_view, report_data
 from rubricflow.runs import RunData
@@ -23,7 +23,6 @@ from rubricflow.server.ui.access import ReviewerViewer
 from rubricflow.server.ui.security import UiRoute
 from rubricflow.server.ui.svg import Bar, Column, bar_chart, column_chart
 from rubricflow.server.ui.templating import render
-from rubricflow.store.dashboard import DashboardQueries, RunCursor
 
 __all__ = ["POLL_SECONDS", "router"]
 
@@ -46,9 +45,7 @@ async def runs_page(
 ) -> Response:
     application: Application = request.app.state.application
     cursor = RunCursor.decode(after) if after else None
-    page = await DashboardQueries(application.store.database).run_page(
-        limit=PAGE_SIZE, after=cursor
-    )
+    page = await application.dashboard.run_page(limit=PAGE_SIZE, after=cursor)
     return render(
         request,
         "runs.html",
@@ -113,7 +110,7 @@ async def compare_page(
     comparison: RunComparison | None = None
     if a and b:
         comparison = await application.compare_runs(a, b)
-    recent = await DashboardQueries(application.store.database).run_page(limit=PAGE_SIZE)
+    recent = await application.dashboard.run_page(limit=PAGE_SIZE)
     plot = None
     if comparison is not None and comparison.criteria:
         plot = bar_chart(

@@ -97,7 +97,7 @@ def _set_cookie(response: Response, request: Request, name: str, value: str, age
 async def start_session(request: Request, response: Response, presented: str) -> Principal | None:
     """Sign in with the API token `presented`: set the session cookie on `response` and
     return the principal, or None when the token is unknown, revoked or expired."""
-    tokens = request.app.state.application.store.tokens
+    tokens = request.app.state.application.tokens
     token = await tokens.verify(presented.strip())
     if token is None:
         return None
@@ -143,7 +143,7 @@ async def current_session(request: Request) -> Session | None:
         return None
     if expires < time.time():
         return None
-    found = await request.app.state.application.store.tokens.session_key(token_id, _PURPOSE)
+    found = await request.app.state.application.tokens.session_key(token_id, _PURPOSE)
     if found is None:
         return None
     token, key = found
