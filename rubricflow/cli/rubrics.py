@@ -23,9 +23,10 @@ from rubricflow.cli.shared import (
 )
 
 if TYPE_CHECKING:
-    from rubricflow.application import Application, RubricVersionInfo
+    from rubricflow.application import Application
     from rubricflow.client import AsyncClient
     from rubricflow.model import Rubric
+    from rubricflow.records import RubricVersionInfo
     from rubricflow.rubric_diff import RubricDiff
     from rubricflow.wire import RubricDiffOut, RubricVersionOut
 
@@ -48,7 +49,7 @@ def _rubric_summary(rubric: Rubric) -> dict[str, Any]:
 
 
 def _version_info(version: RubricVersionOut) -> RubricVersionInfo:
-    from rubricflow.application import RubricVersionInfo
+    from rubricflow.records import RubricVersionInfo
 
     return RubricVersionInfo(
         rubric_id=version.id,

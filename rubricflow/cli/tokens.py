@@ -22,7 +22,8 @@ from rubricflow.cli.shared import (
 )
 
 if TYPE_CHECKING:
-    from rubricflow.application import ApiToken, Application, IssuedToken
+    from rubricflow.application import Application
+    from rubricflow.records import ApiToken, IssuedToken
 
 __all__ = ["parse_expiry", "tokens_app"]
 
