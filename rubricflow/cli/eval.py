@@ -469,6 +469,23 @@ def _ray_evaluator(
     }
 
 
+def _cap_spend(judge: LLMSession, max_cost: float) -> None:
+    """`--max-cost`: the run's judge calls stop at `max_cost` (needs the judge's price)."""
+    from rubricflow.errors import RubricflowError
+    from rubricflow.llm.budget import CostBudget
+
+    try:
+        price = judge.provider_now().settings.price
+    except RubricflowError as error:
+        fail(f"--max-cost: {error}")
+    if price is None:
+        fail(
+            "--max-cost needs the judge's price to count spend: set RUBRICFLOW_LLM_PRICE="
+            "IN,OUT (per million input and output tokens, e.g. 0.15,0.60)"
+        )
+    judge.budget = CostBudget(max_cost, "the run's --max-cost")
+
+
 def eval_command(
     rubric_path: Annotated[
         Path,
@@ -556,6 +573,17 @@ def eval_command(
         Path | None,
         typer.Option("--report", help="Write an HTML report of the run to this file at the end."),
     ] = None,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            "--max-cost",
+            metavar="USD",
+            min=0.0,
+            help="Spend at most this on judge calls in this run (at the judge's price, "
+            "RUBRICFLOW_LLM_PRICE); a call that would pass it is not sent and its criterion "
+            'is unable_to_evaluate with the reason "budget", so the target fails closed.',
+        ),
+    ] = None,
     junit: Annotated[
         Path | None,
         typer.Option(
@@ -627,6 +655,8 @@ def eval_command(
         feedback=llm_feedback,
         judge_concurrency=judge_concurrency,
     )
+    if max_cost is not None and (llm is not None or needs_judge(rubric, plugins)):
+        _cap_spend(judge, max_cost)
     concurrency, in_flight = sized_windows(concurrency, targets_in_flight, rubric, plugins, judge)
     info = RunInfo(
         id=run_id or new_run_id(),

@@ -42,6 +42,7 @@ from rubricflow.llm.base import (
     TransportError,
     redact,
 )
+from rubricflow.llm.budget import CostBudget, expected_input_tokens
 from rubricflow.llm.cache import JudgeCache, SQLiteJudgeCache, cache_key, default_cache
 from rubricflow.llm.panel import Panel, as_panel
 from rubricflow.llm.secrets import scrubber_of
@@ -206,6 +207,10 @@ class LLMSession:
 
     member_label: str | None = None
     """The judge's label within a panel (set on a panel's member sessions)."""
+
+    budget: CostBudget | None = None
+    """A spending cap (`eval --max-cost`): a call that would pass it is not sent and its
+    criterion is unable_to_evaluate with the reason "budget" (`rubricflow.llm.budget`)."""
 
     def __init__(
         self,
@@ -433,7 +438,7 @@ class LLMSession:
                 max_tokens=max_tokens,
                 temperature=temperature,
             )
-            sent = await self._transport(
+            sent = await self._paid_transport(
                 provider, request, question, prompt_hash, answer, attempt, deadline
             )
             if sent is None:
@@ -535,6 +540,41 @@ class LLMSession:
                 )
             )
         return call
+
+    async def _paid_transport(
+        self,
+        provider: LLMProvider,
+        request: ProviderRequest,
+        question: Question,
+        prompt_hash: str,
+        answer: Answer,
+        attempt: int,
+        deadline: float,
+    ) -> tuple[ProviderResponse, float, int] | None:
+        """`_transport` within the session's budget: refused (`answer.error` starting
+        with "budget") when the call's expected cost would pass it, else its cost charged."""
+        budget, price = self.budget, provider.settings.price
+        if budget is None or price is None:
+            return await self._transport(
+                provider, request, question, prompt_hash, answer, attempt, deadline
+            )
+        tokens = expected_input_tokens(request.messages)
+        reserved = await budget.reserve(price, tokens, request.max_tokens)
+        if reserved is None:
+            answer.error = budget.refusal()
+            return None
+        before = len(answer.calls)
+        sent = None
+        try:
+            sent = await self._transport(
+                provider, request, question, prompt_hash, answer, attempt, deadline
+            )
+            return sent
+        finally:
+            cost = sum(call.cost or 0.0 for call in answer.calls[before:])
+            if sent is not None:
+                cost += price.cost(sent[0].input_tokens, sent[0].output_tokens) or 0.0
+            await budget.settle(reserved, cost, sent[0].output_tokens if sent else None)
 
     async def _transport(
         self,
