@@ -553,6 +553,13 @@ class Criterion(_Frozen):
     group: Reference | None = None
     """The criterion group (a rubric's `groups`) this criterion is scored in; its id is
     then qualified as `group.item` (written either way in a document)."""
+    scope: Literal["conversation", "each_turn", "last_turn", "trajectory"] | None = None
+    """What of a conversation the criterion judges: the whole (`conversation`, the
+    default), every assistant turn (`each_turn`, combined by `aggregation`), the last
+    assistant turn, or the sequence of tool calls (`trajectory`). Ignored for text."""
+    aggregation: Literal["min", "mean", "all"] = "min"
+    """How `each_turn` combines the turns' scores: the lowest, the mean, or 1 only when
+    every turn passes (else 0)."""
 
     @property
     def kind(self) -> Literal["binary", "levels", "bands"]:

@@ -52,6 +52,7 @@ BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (
     ("builtin-formats", "rubricflow.builtin_formats"),
     ("builtin-scorers", "rubricflow.scorers.builtin"),
     ("builtin-functions", "rubricflow.functions"),
+    ("builtin-trajectory", "rubricflow.trajectory"),
     ("builtin-llm-providers", "rubricflow.llm.builtin"),
 )
 _BUILTIN_NAMES = {name for name, _ in BUILTIN_PLUGINS}

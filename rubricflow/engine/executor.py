@@ -38,6 +38,7 @@ from rubricflow.engine.isolation import (
     isolation_settings,
     score_isolated,
 )
+from rubricflow.engine.scopes import score_scoped
 from rubricflow.errors import ConfigurationError
 from rubricflow.model import Criterion, Rubric, UnscoredPolicy
 from rubricflow.plugins import PluginRegistry, default_plugins
@@ -93,10 +94,13 @@ async def _score_one(
         with instrumentation.current().criteria((criterion,), method) as probe:
             started = time.perf_counter()
             try:
+                scoped = score_scoped(
+                    criterion, target, lambda c, t: scorer.score(c, t, context), context.bar
+                )
                 if budget is None:
-                    result = await scorer.score(criterion, target, context)
+                    result = await scoped
                 else:  # an in-process check: bounded while it awaits (a sync one cannot be)
-                    result = await _within(budget, scorer.score(criterion, target, context))
+                    result = await _within(budget, scoped)
                     if result is None:
                         result = error_result(
                             criterion,

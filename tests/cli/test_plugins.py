@@ -46,9 +46,10 @@ def test_plugins_json_lists_the_builtins_and_what_they_add(cli: CliRunner) -> No
         "builtin-formats",
         "builtin-scorers",
         "builtin-functions",
+        "builtin-trajectory",
         "builtin-llm-providers",
     ]
-    assert [info["name"] for info in plugins][:4] == builtins  # built-ins first
+    assert [info["name"] for info in plugins][:5] == builtins  # built-ins first
     assert by_name["builtin-scorers"]["scorers"] == [
         "deterministic",
         "schema",

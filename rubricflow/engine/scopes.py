@@ -1,0 +1,128 @@
+"""Criteria with a scope: what part of a conversation a criterion is scored on.
+
+`conversation` (the default) scores the whole; `last_turn` the last assistant message;
+`trajectory` the sequence of tool calls; `each_turn` every assistant message, one by
+one, combined exactly (`min`, `mean` as a Fraction, or `all`: 1 only when every turn
+passes), the failing turn named in the evidence. A per-turn target holds the turn's text
+as content and the user message before it as its query; its metadata says which turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from fractions import Fraction
+from typing import Any
+
+from rubricflow.conversation import Conversation, read_conversation
+from rubricflow.engine.aggregate import Number, criterion_passed
+from rubricflow.model import Criterion
+from rubricflow.results import CriterionResult, Target
+
+__all__ = ["aggregate_turns", "score_scoped", "trajectory_target", "turn_target"]
+
+Score = Callable[[Criterion, Target], Awaitable[Any]]
+
+
+def turn_target(target: Target, conversation: Conversation, index: int, turn: int) -> Target:
+    """The target for assistant turn `turn` (1-based), message `index`."""
+    message = conversation.messages[index]
+    query = next(
+        (m.text for m in reversed(conversation.messages[:index]) if m.role == "user"), None
+    )
+    return target.model_copy(
+        update={
+            "content": message.text,
+            "query": query if query is not None else target.query,
+            "metadata": {**target.metadata, "turn": turn, "message_index": index},
+        }
+    )
+
+
+def trajectory_target(target: Target, conversation: Conversation) -> Target:
+    """The target whose content is the tool calls in order (name, arguments, id, message)."""
+    calls = [
+        {"message": index, "name": call.name, "arguments": call.arguments, "id": call.id}
+        for index, call in conversation.tool_calls()
+    ]
+    return target.model_copy(update={"content": calls})
+
+
+async def score_scoped(criterion: Criterion, target: Target, score: Score, bar: Number) -> Any:
+    """Score `criterion` on the part of `target` its scope names (all of it for text)."""
+    scope = criterion.scope
+    if scope in (None, "conversation"):
+        return await score(criterion, target)
+    conversation = read_conversation(target.content)
+    if conversation is None:
+        return await score(criterion, target)
+    if scope == "trajectory":
+        return await score(criterion, trajectory_target(target, conversation))
+    turns = conversation.assistant_turns()
+    if not turns:
+        return _unable(criterion, "the conversation has no assistant turn to judge")
+    if scope == "last_turn":
+        index, _ = turns[-1]
+        result = await score(criterion, turn_target(target, conversation, index, len(turns)))
+        return _noted(result, f"last assistant turn {len(turns)} (message {index})")
+    results = [
+        await score(criterion, turn_target(target, conversation, index, turn))
+        for turn, (index, _) in enumerate(turns, start=1)
+    ]
+    return aggregate_turns(criterion, results, [index for index, _ in turns], bar)
+
+
+def _noted(result: Any, where: str) -> Any:
+    if not isinstance(result, CriterionResult):
+        return result
+    return result.model_copy(update={"evidence": (f"{where}", *result.evidence)})
+
+
+def _unable(criterion: Criterion, why: str) -> CriterionResult:
+    return CriterionResult(
+        criterion_id=criterion.id,
+        status="unable_to_evaluate",
+        weight=criterion.weight,
+        required=criterion.required,
+        notes=why,
+        scorer="scope",
+    )
+
+
+def aggregate_turns(
+    criterion: Criterion, results: list[Any], indexes: list[int], bar: Number
+) -> CriterionResult | Any:
+    """One result from the turns' results: the first turn not scored stands for all;
+    else the scores combined by the criterion's `aggregation`, exactly."""
+    for turn, (result, index) in enumerate(zip(results, indexes, strict=True), start=1):
+        if not isinstance(result, CriterionResult) or result.status != "scored":
+            return _noted(result, f"assistant turn {turn} (message {index}) was not scored")
+    exacts = [r.exact_score for r in results]
+    if any(e is None for e in exacts):
+        return _unable(criterion, "a turn was scored without a score")
+    scores: list[Fraction] = [e for e in exacts if e is not None]
+    passed = [
+        criterion_passed(criterion, s, r.level, bar) for s, r in zip(scores, results, strict=True)
+    ]
+    failing = [turn for turn, ok in enumerate(passed, start=1) if not ok]
+    if criterion.aggregation == "all":
+        value = Fraction(1) if not failing else Fraction(0)
+    elif criterion.aggregation == "mean":
+        value = sum(scores, Fraction(0)) / len(scores)
+    else:
+        value = min(scores)
+    evidence = [f"{len(results)} assistant turns, {criterion.aggregation} {float(value):g}"]
+    for turn in failing:
+        result, index = results[turn - 1], indexes[turn - 1]
+        said = "; ".join(result.evidence[:2]) or result.notes or "below the bar"
+        evidence.append(f"assistant turn {turn} (message {index}) failed: {said}")
+    base = min(results, key=lambda r: r.exact_score)  # the worst turn's verdict and level
+    return base.model_copy(
+        update={
+            "score": float(value),
+            "exact": value,
+            "judge_score": None,
+            "verdict": None if base.verdict is None else ("UNMET" if failing else "MET"),
+            "evidence": tuple(evidence),
+            "llm_calls": tuple(call for r in results for call in r.llm_calls),
+        }
+    )

@@ -1,0 +1,112 @@
+"""Criteria with a scope, run through a real `evaluate()`: `each_turn` combines the
+assistant turns exactly (min, mean, all), naming the failing turn; `last_turn` and
+`trajectory` score their part only."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rubricflow import parse_rubric
+from rubricflow.engine import evaluate
+from rubricflow.plugins import PluginRegistry, create_plugin_manager
+from rubricflow.results import CriterionResult, Target, exact_number
+
+TERMS = ["alpha", "beta", "gamma"]
+PLUGINS = create_plugin_manager()
+
+
+def _rubric(scope: str, aggregation: str = "min", **scoring: Any) -> Any:
+    return parse_rubric(
+        {
+            "id": "turns",
+            "criteria": [
+                {
+                    "id": "c",
+                    "scope": scope,
+                    "aggregation": aggregation,
+                    "scoring": scoring
+                    or {
+                        "method": "deterministic",
+                        "function": "contains_all",
+                        "config": {"terms": TERMS},
+                    },
+                }
+            ],
+        }
+    )
+
+
+async def _score(rubric: Any, content: Any, plugins: PluginRegistry = PLUGINS) -> CriterionResult:
+    evaluation = await evaluate(rubric, Target(content=content), plugins=plugins)
+    return evaluation.criteria[0]
+
+
+def _conversation(turns: list[int]) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    for number, found in enumerate(turns):
+        messages.append({"role": "user", "content": f"question {number} alpha beta gamma"})
+        messages.append({"role": "assistant", "content": " ".join(TERMS[:found]) or "nothing"})
+    return messages
+
+
+turn_lists = st.lists(st.integers(min_value=0, max_value=3), min_size=1, max_size=12)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(turns=turn_lists, aggregation=st.sampled_from(["min", "mean", "all"]))
+async def test_each_turn_aggregates_exactly(turns: list[int], aggregation: str) -> None:
+    result = await _score(_rubric("each_turn", aggregation), _conversation(turns))
+    assert result.status == "scored", result.notes
+    # each turn's exact score, as contains_all reports it (found / 3 as a float)
+    scores = [exact_number(found / 3) for found in turns]
+    expected = {
+        "min": min(scores),
+        "mean": sum(scores, Fraction(0)) / len(scores),
+        "all": Fraction(int(all(s == 1 for s in scores))),
+    }[aggregation]
+    assert result.exact_score == expected
+    failing = [n for n, found in enumerate(turns, start=1) if found < 3]
+    for turn in failing:
+        index = 2 * turn - 1
+        assert any(f"assistant turn {turn} (message {index}) failed" in e for e in result.evidence)
+    assert len([e for e in result.evidence if "failed" in e]) == len(failing)
+
+
+async def test_last_turn_scores_only_the_last_assistant_message() -> None:
+    content = _conversation([0, 3])
+    assert (await _score(_rubric("last_turn"), content)).score == 1.0
+    assert (await _score(_rubric("last_turn"), _conversation([3, 0]))).score == 0.0
+    # the whole conversation holds every term in its user messages
+    assert (await _score(_rubric("conversation"), _conversation([3, 0]))).score == 1.0
+
+
+async def test_no_assistant_turn_is_unable_to_evaluate() -> None:
+    result = await _score(_rubric("each_turn"), [{"role": "user", "content": "hi"}])
+    assert result.status == "unable_to_evaluate"
+    assert "no assistant turn" in result.notes
+
+
+async def test_text_content_ignores_the_scope() -> None:
+    assert (await _score(_rubric("each_turn"), "alpha beta gamma")).score == 1.0
+
+
+async def test_trajectory_scope_sees_the_tool_calls() -> None:
+    rubric = _rubric(
+        "trajectory",
+        method="deterministic",
+        function="trajectory.tool_sequence",
+        config={"expected": ["search", "book"], "mode": "strict"},
+    )
+    content = [
+        {"role": "user", "content": "book a flight"},
+        {"role": "assistant", "tool_calls": [{"id": "1", "name": "search", "arguments": {}}]},
+        {"role": "tool", "tool_call_id": "1", "content": "AF1"},
+        {"role": "assistant", "tool_calls": [{"id": "2", "name": "book", "arguments": {}}]},
+        {"role": "tool", "tool_call_id": "2", "content": "ok"},
+        {"role": "assistant", "content": "Booked AF1."},
+    ]
+    assert (await _score(rubric, content)).score == 1.0
