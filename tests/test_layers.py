@@ -82,6 +82,11 @@ def test_an_upward_import_is_caught(tmp_path: Path) -> None:
         "\nimport typing\n\nif typing.TYPE_CHECKING:\n"
         "    from rubricflow.store.tokens import ApiToken as _Token\n",
     )
+    # a wire model naming a store record ties the HTTP API to the store's columns
+    _append(
+        package / "wire" / "tokens.py",
+        "\nif TYPE_CHECKING:\n    from rubricflow.store.tokens import TokenStore as _Store\n",
+    )
     result = lint_imports(cwd=tmp_path, pythonpath=src)
     output = result.stdout + result.stderr
     assert result.returncode != 0, output
@@ -94,6 +99,8 @@ def test_an_upward_import_is_caught(tmp_path: Path) -> None:
     assert "rubricflow.plugins -> rubricflow (l." in report
     assert "No face imports the store" in output
     assert "rubricflow.tools.callers -> rubricflow.store.tokens" in report
+    assert "The HTTP wire models never import the store" in output
+    assert "rubricflow.wire.tokens -> rubricflow.store.tokens" in report
 
 
 def test_faces_only_start_each_other(tmp_path: Path) -> None:

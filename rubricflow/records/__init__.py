@@ -2,16 +2,32 @@
 models and the faces name them without importing the store, so a column change is not
 an API change. The store's modules re-export them under their old names."""
 
+from rubricflow.records.artifacts import (
+    Artifact,
+    ArtifactEvent,
+    ArtifactType,
+    ReviewPolicy,
+    RubricBinding,
+)
 from rubricflow.records.evaluations import CriterionPassRate, JudgeUsage
 from rubricflow.records.rubrics import RegisteredRubric, RubricVersionInfo
 from rubricflow.records.tokens import ROLES, ApiToken, IssuedToken
+from rubricflow.records.webhooks import DeliveryAttempt, WebhookDelivery, WebhookSubscription
 
 __all__ = [
     "ROLES",
     "ApiToken",
+    "Artifact",
+    "ArtifactEvent",
+    "ArtifactType",
     "CriterionPassRate",
+    "DeliveryAttempt",
     "IssuedToken",
     "JudgeUsage",
     "RegisteredRubric",
+    "ReviewPolicy",
+    "RubricBinding",
     "RubricVersionInfo",
+    "WebhookDelivery",
+    "WebhookSubscription",
 ]

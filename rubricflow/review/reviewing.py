@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -22,6 +21,7 @@ from rubricflow.engine.isolation import uses_pool
 from rubricflow.errors import ArtifactConflictError, ReviewError
 from rubricflow.llm.session import LLMSession
 from rubricflow.model import Rubric
+from rubricflow.records.artifacts import ReviewOutcome
 from rubricflow.results import Evaluation, Target
 from rubricflow.review.claims import ReviewClaims, dead_letter_reason
 from rubricflow.review.context import (
@@ -55,40 +55,6 @@ class Planned(NamedTuple):
     binding: RubricBinding
     rubric: Rubric
     reused: Evaluation | None
-
-
-@dataclass
-class ReviewOutcome:
-    """Where a submission or review left the artifact, and the evaluations it used."""
-
-    artifact: Artifact
-    evaluations: list[Evaluation] = field(default_factory=list)
-    queued: bool = False
-    reason: str | None = None
-
-    @property
-    def approved(self) -> bool:
-        return self.artifact.status == "approved"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "artifact": self.artifact.to_dict(),
-            "status": self.artifact.status,
-            "queued": self.queued,
-            "reason": self.reason,
-            "evaluation_ids": [e.id for e in self.evaluations],
-            "evaluations": [
-                {
-                    "id": e.id,
-                    "rubric_id": e.rubric_id,
-                    "rubric_version": e.rubric_version,
-                    "verdict": e.verdict,
-                    "score": e.score,
-                    "feedback": e.feedback,
-                }
-                for e in self.evaluations
-            ],
-        }
 
 
 class Reviewer:

@@ -11,11 +11,11 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from rubricflow.identifiers import ID_PATTERN, valid_id
 from rubricflow.model import MAX_ID_LENGTH, MAX_NAME_LENGTH, MAX_VERSION_LENGTH
-from rubricflow.store.artifact_models import Artifact, ArtifactType, ReviewPolicy, RubricBinding
+from rubricflow.records.artifacts import Artifact, ArtifactType, ReviewPolicy, RubricBinding
 
 if TYPE_CHECKING:
+    from rubricflow.records.artifacts import ReviewOutcome
     from rubricflow.results import Evaluation
-    from rubricflow.review import ReviewOutcome
 
 __all__ = [
     "ID_PATTERN",

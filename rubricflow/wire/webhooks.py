@@ -8,7 +8,11 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 if TYPE_CHECKING:
-    from rubricflow.webhooks import DeliveryAttempt, WebhookDelivery, WebhookSubscription
+    from rubricflow.records.webhooks import (
+        DeliveryAttempt,
+        WebhookDelivery,
+        WebhookSubscription,
+    )
 
 __all__ = [
     "AttemptOut",
