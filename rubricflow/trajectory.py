@@ -118,17 +118,23 @@ def _fits(expected: tuple[str, Mapping[str, Any] | None], call: Call) -> bool:
 def _unmatched(
     wanted: Sequence[tuple[str, Any]], calls: Sequence[Call]
 ) -> tuple[list[int], list[Call]]:
-    """Match each wanted item with a distinct call (greedy, in order): the indexes of the
-    wanted items left without one, and the calls left over."""
-    free = list(calls)
-    missing: list[int] = []
-    for index, item in enumerate(wanted):
-        found = next((c for c in free if _fits(item, c)), None)
-        if found is None:
-            missing.append(index)
-        else:
-            free.remove(found)
-    return missing, free
+    """Match wanted items with distinct calls, as many as can be (a maximum bipartite
+    matching, so partial arguments cannot make the order of matching matter): the
+    indexes of the wanted items left without a call, and the calls left over."""
+    owner: dict[int, int] = {}  # call position -> wanted index
+
+    def place(item: int, seen: set[int]) -> bool:
+        for at, call in enumerate(calls):
+            if at in seen or not _fits(wanted[item], call):
+                continue
+            seen.add(at)
+            if at not in owner or place(owner[at], seen):
+                owner[at] = item
+                return True
+        return False
+
+    missing = [item for item in range(len(wanted)) if not place(item, set())]
+    return missing, [call for at, call in enumerate(calls) if at not in owner]
 
 
 def tool_sequence(target: Target, expected: list[Any], mode: str = "strict") -> CheckResult:
