@@ -93,7 +93,7 @@ def tokens_create(
     expires_at = parse_expiry(expires) if expires else None
 
     async def work(app: Application) -> IssuedToken:
-        return await app.store.tokens.create(
+        return await app.tokens.create(
             name, role=role, types=type_names, expires_at=expires_at, created_by=actor_default()
         )
 
@@ -119,7 +119,7 @@ def tokens_list(
     """List API tokens (never their secrets)."""
 
     async def work(app: Application) -> list[ApiToken]:
-        return await app.store.tokens.list(include_revoked=include_revoked)
+        return await app.tokens.list(include_revoked=include_revoked)
 
     tokens = run_with_app(db, work)
     if as_json:
@@ -151,7 +151,7 @@ def tokens_revoke(
     verified token for one second)."""
 
     async def work(app: Application) -> ApiToken:
-        return await app.store.tokens.revoke(name)
+        return await app.tokens.revoke(name)
 
     token = run_with_app(db, work)
     if as_json:
