@@ -469,6 +469,47 @@ def _ray_evaluator(
     }
 
 
+def _print_estimate(
+    pairs: Any,
+    judge: LLMSession,
+    plugins: PluginRegistry,
+    concurrency: int | None,
+    allow_import: bool,
+    samples: int | None,
+) -> None:
+    """`--estimate`: evaluate every target with a session that counts, never sends."""
+    from rubricflow.engine.executor import evaluate
+    from rubricflow.llm.estimate import Estimate, EstimateSession
+
+    session = EstimateSession.mirror(judge)
+    total, targets = Estimate(), 0
+
+    async def count() -> None:
+        nonlocal targets
+        for rubric, target in pairs:
+            evaluation = await evaluate(
+                rubric,
+                target,
+                plugins=plugins,
+                concurrency=concurrency or 8,
+                allow_import=allow_import,
+                options={"llm": session, "samples": samples},
+            )
+            total.add(evaluation.usage())
+            targets += 1
+
+    with user_errors():
+        asyncio.run(count())
+    if total.cost is None and total.calls == 0:
+        total.cost = 0.0  # every answer from the cache (or no judge): nothing to pay
+    cost = "unknown (set RUBRICFLOW_LLM_PRICE)" if total.cost is None else f"{total.cost:.4g}"
+    out.print(
+        f"estimate for {targets} target(s): {total.calls:,} judge call(s), "
+        f"{total.cache_hits:,} cache hit(s), {total.input_tokens:,} input and "
+        f"{total.output_tokens:,} output tokens, cost {cost}"
+    )
+
+
 def _cap_spend(judge: LLMSession, max_cost: float) -> None:
     """`--max-cost`: the run's judge calls stop at `max_cost` (needs the judge's price)."""
     from rubricflow.errors import RubricflowError
@@ -573,6 +614,14 @@ def eval_command(
         Path | None,
         typer.Option("--report", help="Write an HTML report of the run to this file at the end."),
     ] = None,
+    estimate: Annotated[
+        bool,
+        typer.Option(
+            "--estimate",
+            help="Print the expected judge calls, cache hits, tokens and cost, and judge "
+            "nothing (no call is sent; the cache is read, not written).",
+        ),
+    ] = False,
     max_cost: Annotated[
         float | None,
         typer.Option(
@@ -655,6 +704,9 @@ def eval_command(
         feedback=llm_feedback,
         judge_concurrency=judge_concurrency,
     )
+    if estimate:
+        _print_estimate(cases.pairs, judge, plugins, concurrency, allow_import, samples)
+        raise typer.Exit(EXIT_OK)
     if max_cost is not None and (llm is not None or needs_judge(rubric, plugins)):
         _cap_spend(judge, max_cost)
     concurrency, in_flight = sized_windows(concurrency, targets_in_flight, rubric, plugins, judge)
