@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from rubricflow.plugins import PluginRegistry
     from rubricflow.results import Evaluation
     from rubricflow.review import ArtifactRegistry, ReviewOutcome
+    from rubricflow.review.agreement import TypeAgreement
     from rubricflow.rubric_diff import RubricDiff
     from rubricflow.runs import RunData, RunInfo
     from rubricflow.store.evaluations import EvaluationStore
@@ -300,6 +301,15 @@ class Application(Core):
     def judge_labels(self) -> JudgeLabels:
         """People's decisions as labels of the judge, and the criteria they marked wrong."""
         return JudgeLabels(self.store.database)
+
+    async def reviewer_agreement(
+        self, type_name: str, *, resamples: int = 1000, seed: int = 0
+    ) -> TypeAgreement:
+        """How far the people deciding artifacts of `type_name` agree, overall and per
+        criterion (Cohen's kappa or Krippendorff's alpha, with bootstrap 95% intervals)."""
+        from rubricflow.review.agreement import reviewer_agreement
+
+        return await reviewer_agreement(self.artifacts, type_name, resamples=resamples, seed=seed)
 
     @property
     def idempotency_keys(self) -> IdempotencyStore:

@@ -3,7 +3,8 @@
 A unit is one decision several people made (an artifact's revision sent to people, or one
 criterion of it): its labels, in the order the reviewers gave them. Units where every one
 has exactly two labels are measured with Cohen's kappa between the first and the second
-reviewer; units with more (or a mix) with Krippendorff's alpha (nominal), which takes any
+reviewer (or, for a type of two reviewers, the first two labels of every unit); units
+with more (or a mix) with Krippendorff's alpha (nominal), which takes any
 number of reviewers per unit. Units with fewer than two labels are not comparable and are
 left out. The 95% interval is a percentile bootstrap over the units (a fixed seed, so the
 same data gives the same interval).
@@ -63,10 +64,15 @@ def human_agreement(
     resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    reviewers: int | None = None,
 ) -> HumanAgreement:
     """Cohen's kappa (every unit has two labels) or Krippendorff's alpha (otherwise) of
-    `units`, each the labels its reviewers gave in order, with a bootstrap interval."""
+    `units`, each the labels its reviewers gave in order, with a bootstrap interval.
+    `reviewers=2`: kappa between the first two labels of each unit (a third label, the
+    one that settled a split, is not one of the two reviewers')."""
     comparable = [list(unit) for unit in units if len(unit) >= 2]
+    if reviewers == 2:
+        comparable = [unit[:2] for unit in comparable]
     statistic: Statistic = (
         "cohen_kappa"
         if comparable and all(len(u) == 2 for u in comparable)

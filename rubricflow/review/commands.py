@@ -281,19 +281,25 @@ class ArtifactCommands:
             )
         vote = Vote(who, trigger, because, lead=who in policy.leads)
         votes.append(vote)
-        decision = settle(votes, policy.reviewers)
-        if decision is not None:
-            return await self._apply(
-                artifact,
-                decision,
-                actor=who,
-                reason=f"{because} — {summary(votes, decision)}",
-                expected_version=expected_version,
-            )
-        change = self._context.change(artifact, VOTE, actor=who, reason=vote_reason(vote))
+        context = self._context
+        change = context.change(artifact, VOTE, actor=who, reason=vote_reason(vote))
         counted = f"{len(votes)} of {policy.reviewers} reviewer decisions recorded"
-        shown = change._replace(shown_reason=f"{counted}; waiting for another reviewer")
-        written, _ = await self._context.commit(artifact, shown, expected_version=expected_version)
+        change = change._replace(shown_reason=f"{counted}; waiting for another reviewer")
+        decision = settle(votes, policy.reviewers)
+        if decision is None:
+            written, _ = await context.commit(artifact, change, expected_version=expected_version)
+            return written
+        # the vote and the decision it settles, in one transaction: the history keeps each
+        # reviewer's own decision, and the settled one
+        with expect_version(artifact, expected_version):
+            async with context.repository.transaction() as tx:
+                voted, after_vote = await tx.write_transition(artifact, change)
+                settled = context.change(
+                    after_vote, decision, actor=who, reason=summary(votes, decision)
+                )
+                event, written = await tx.write_transition(after_vote, settled)
+        await context.notify(voted)
+        await context.notify(event)
         return written
 
     async def _decide(

@@ -2,9 +2,10 @@
 `reject` on an artifact waiting for people is a vote (the `vote` trigger, in its history)
 until the votes settle it.
 
-The votes settle an artifact when `reviewers` of them agree, when a reviewer the type
-names as a lead decides, or, after a disagreement, when a further reviewer gives one side
-a strict majority (a third reviewer breaks a 1-1 split). Until then the artifact stays in
+The votes settle an artifact once there are `reviewers` of them and one decision has a
+strict majority (all of them, for two reviewers), or when a reviewer the type names as a
+lead decides; a tie stays open until a further reviewer breaks it (a third reviewer a 1-1
+split). Until then the artifact stays in
 review, waiting: never in a state it cannot leave (a person may still `override`, and every
 further vote may settle it). A reviewer decides once per routing.
 
@@ -80,12 +81,9 @@ def settle(votes: Sequence[Vote], needed: int) -> str | None:
     if len(votes) < needed:
         return None
     counts = Counter(vote.decision for vote in votes).most_common()
-    if len(counts) == 1:
+    if len(counts) == 1 or counts[0][1] > counts[1][1]:
         return counts[0][0]
-    (top, most), (_, next_most) = counts[0], counts[1]
-    if len(votes) > needed and most > next_most:
-        return top
-    return None
+    return None  # a tie: one more reviewer breaks it
 
 
 def summary(votes: Sequence[Vote], decision: str) -> str:

@@ -240,6 +240,17 @@ class JudgeLabels:
                 await connection.execute(sa.insert(_corrections), fresh)
         return len(fresh)
 
+    async def corrections(self, artifact_id: str) -> set[tuple[int, str, str]]:
+        """Every `(event_seq, evaluation_id, criterion_id)` people marked judged wrong on
+        `artifact_id`."""
+        k = _corrections.c
+        query = sa.select(k.event_seq, k.evaluation_id, k.criterion_id).where(
+            k.artifact_id == artifact_id
+        )
+        async with self.database.read() as connection:
+            rows = (await connection.execute(query)).all()
+        return {(int(r.event_seq), r.evaluation_id, r.criterion_id) for r in rows}
+
     async def verdict_counts(
         self, rubric_id: str | None = None, *, types: Sequence[str] | None = None
     ) -> list[VerdictCount]:

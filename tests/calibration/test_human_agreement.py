@@ -8,6 +8,7 @@ import math
 
 import krippendorff
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
@@ -27,6 +28,7 @@ def _package_alpha(units: list[list[str]]) -> float:
     return float(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"))
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")  # scikit-learn on one label throughout
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(label, label), min_size=2, max_size=40))
 def test_two_reviewers_kappa_equals_scikit_learn(pairs: list[tuple[str, str]]) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from rubricflow.errors import ReviewError
+from rubricflow.plugins import PluginRegistry
 from rubricflow.review import ArtifactRegistry, ReviewPolicy
 from rubricflow.review.reviewers import HIDDEN_VOTE
 
@@ -37,11 +38,10 @@ async def test_two_agreeing_reviewers_settle_it(registry: ArtifactRegistry) -> N
 
     settled = await registry.approve("a1", actor="bob", reason="good")
     assert settled.status == "approved"
-    assert (
-        settled.last_reason == "good — approve by 2 of 2 reviewers (alice: approve, bob: approve)"
-    )
+    assert settled.last_reason == "approve by 2 of 2 reviewers (alice: approve, bob: approve)"
     events = await registry.history("a1")
-    assert [e.reason for e in events if e.trigger == "vote"] == ["[approve] fine"]  # shown now
+    votes = [(e.actor, e.reason) for e in events if e.trigger == "vote"]  # shown now
+    assert votes == [("alice", "[approve] fine"), ("bob", "[approve] good")]
     assert_replays(events, status="approved", revision=1)
 
 
@@ -92,3 +92,116 @@ async def test_votes_count_again_after_a_new_routing(registry: ArtifactRegistry)
     assert again.artifact.awaiting_approval
     first = await registry.approve("a1", actor="alice", reason="better")
     assert first.status == "in_review"  # alice decides again on the new revision
+
+
+# ------------------------------------------------------------ agreement between people
+
+# each routed artifact's decisions, in order: (reviewer, decision, criteria marked wrong)
+ROUNDS = [
+    [("alice", "approve"), ("bob", "approve")],
+    [("alice", "reject"), ("bob", "reject")],
+    [("alice", "approve"), ("bob", "reject"), ("carol", "approve")],
+    [("alice", "reject"), ("bob", "approve"), ("carol", "reject")],
+    [("alice", "approve"), ("bob", "approve")],
+    [("alice", "reject"), ("bob", "reject")],
+]
+
+
+async def _decided(registry: ArtifactRegistry) -> None:
+    await define(registry, "doc", SCORED, review_policy=ReviewPolicy(route_margin=0.2, reviewers=2))
+    for number, round_ in enumerate(ROUNDS):
+        artifact_id = f"a{number}"
+        await registry.create("doc", {"score": 0.75}, actor="bot", artifact_id=artifact_id)
+        await registry.submit_for_review(artifact_id, actor="bot")
+        for actor, decision in round_:
+            await getattr(registry, decision)(artifact_id, actor=actor, reason="because")
+    # one still open: its vote is not read (nor shown)
+    await registry.create("doc", {"score": 0.75}, actor="bot", artifact_id="open")
+    await registry.submit_for_review("open", actor="bot")
+    await registry.reject("open", actor="alice", reason="no")
+    # and one decided by rubricflow alone: no person, no unit
+    await registry.create("doc", {"score": 0.99}, actor="bot", artifact_id="auto")
+    await registry.submit_for_review("auto", actor="bot")
+
+
+async def test_two_reviewers_agreement_is_kappa_over_the_first_two(
+    registry: ArtifactRegistry,
+) -> None:
+    from sklearn.metrics import cohen_kappa_score
+
+    from rubricflow.application import Application
+
+    await _decided(registry)
+    found = await Application(registry.store).reviewer_agreement("doc", resamples=200)
+    overall = found.overall
+    # six settled units; the open one and the automatic one are not read
+    assert (overall.statistic, overall.units, overall.agreeing) == ("cohen_kappa", 6, 4)
+    first = [round_[0][1] for round_ in ROUNDS]
+    second = [round_[1][1] for round_ in ROUNDS]
+    assert overall.value == pytest.approx(cohen_kappa_score(first, second), abs=1e-9)
+    assert overall.interval is not None and overall.interval.resamples == 200
+    # per criterion: nobody marked the judge wrong, so the people agree on `score`
+    assert list(found.criteria) == ["scored:score"]
+    assert found.criteria["scored:score"].agreeing == 6
+
+
+async def test_three_reviewers_agreement_is_alpha(registry: ArtifactRegistry) -> None:
+    import krippendorff
+    import numpy as np
+
+    from rubricflow.application import Application
+
+    await define(registry, "doc", SCORED, review_policy=ReviewPolicy(route_margin=0.2, reviewers=3))
+    rounds = [
+        ["approve", "approve", "approve"],
+        ["reject", "reject", "reject"],
+        ["approve", "reject", "approve"],
+        ["reject", "approve", "reject"],
+        ["reject", "reject", "approve"],
+    ]
+    for number, decisions in enumerate(rounds):
+        artifact_id = f"k{number}"
+        await registry.create("doc", {"score": 0.75}, actor="bot", artifact_id=artifact_id)
+        await registry.submit_for_review(artifact_id, actor="bot")
+        for actor, decision in zip(("ann", "ben", "cat"), decisions, strict=True):
+            await getattr(registry, decision)(artifact_id, actor=actor, reason="because")
+        assert (await registry.get(artifact_id)).status != "in_review"
+    found = await Application(registry.store).reviewer_agreement("doc", resamples=100)
+    assert (found.overall.statistic, found.overall.units) == ("krippendorff_alpha", 5)
+    data = np.full((3, len(rounds)), np.nan)
+    for column, decisions in enumerate(rounds):
+        for row, decision in enumerate(decisions):
+            data[row, column] = decision == "approve"
+    expected = krippendorff.alpha(reliability_data=data, level_of_measurement="nominal")
+    assert found.overall.value == pytest.approx(expected, abs=1e-9)
+
+
+def test_the_api_shows_agreement_and_hides_open_votes(
+    sqlite_url: str, review_plugins: PluginRegistry
+) -> None:
+    import asyncio
+
+    from fastapi.testclient import TestClient
+
+    from rubricflow.server import ServerSettings, create_app
+    from rubricflow.store import Store
+
+    async def seed() -> None:
+        async with await Store.open(sqlite_url) as store:
+            await _decided(ArtifactRegistry(store, plugins=review_plugins))
+
+    asyncio.run(seed())
+    settings = ServerSettings(
+        db=sqlite_url, auth=False, review_workers=0, webhooks=False, access_log=False
+    )
+    with TestClient(create_app(settings)) as client:
+        found = client.get("/v1/types/doc/agreement?resamples=50").json()
+        assert found["type"] == "doc"
+        assert (found["overall"]["statistic"], found["overall"]["units"]) == ("cohen_kappa", 6)
+        assert found["overall"]["interval"]["resamples"] == 50
+        assert set(found["criteria"]) == {"scored:score"}
+        history = client.get("/v1/artifacts/open/history").json()
+        assert [e["reason"] for e in history if e["trigger"] == "vote"] == [HIDDEN_VOTE]
+        shown = client.get("/v1/artifacts/open").json()
+        assert "no" not in (shown["last_reason"] or "").split()
+        assert client.get("/v1/types/nope/agreement").status_code == 404

@@ -3,11 +3,13 @@ types its token allows (another type is 404, as if it did not exist); admins def
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, Request
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Query, Request
 
 from rubricflow.application import ArtifactType
 from rubricflow.errors import NotFoundError
-from rubricflow.server.auth import Admin, AppDep, Submitter
+from rubricflow.server.auth import Admin, AppDep, Reviewer, Submitter
 from rubricflow.server.judging import check_type_judge
 from rubricflow.server.params import TypeNamePath
 from rubricflow.server.problems import PROBLEM_RESPONSES
@@ -57,3 +59,23 @@ async def set_type(
     if body.review_policy.escalate_to is not None:
         check_type_judge(body.review_policy.escalate_to, request.app.state.settings)
     return await application.artifacts.set_type(body.to_type(name))
+
+
+@router.get(
+    "/{name}/agreement",
+    summary="Agreement between the people deciding this type's artifacts (reviewers)",
+)
+async def type_agreement(
+    name: TypeName,
+    principal: Reviewer,
+    application: AppDep,
+    resamples: int = Query(default=1000, ge=10, le=10_000),
+    seed: int = Query(default=0, ge=0, le=2**31),
+) -> dict[str, Any]:
+    """Cohen's kappa (two reviewers per decision) or Krippendorff's alpha (more), overall
+    and per criterion, each with a bootstrap 95% interval; settled decisions only, so a
+    decision still open reveals none of its votes."""
+    if not principal.allows_type(name):
+        raise NotFoundError(f"no artifact type {name!r}")
+    found = await application.reviewer_agreement(name, resamples=resamples, seed=seed)
+    return found.to_dict()

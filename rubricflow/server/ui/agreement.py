@@ -219,6 +219,7 @@ async def record_corrections(
 ) -> None:
     """Store `marks` against the decision `actor` just made (its audit event)."""
     history = await application.artifacts.history(artifact_id)
-    event = next((e for e in reversed(history) if e.trigger == decision and e.actor == actor), None)
+    made = (decision, "vote")  # one of several reviewers' decisions is a vote
+    event = next((e for e in reversed(history) if e.trigger in made and e.actor == actor), None)
     if event is not None:
         await application.judge_labels.correct(artifact_id, event.seq, marks, actor=actor)
