@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from rubricflow.calibration.reliability import Period, ReliabilityPoint
     from rubricflow.compare import RunComparison
     from rubricflow.llm import LLMSession
+    from rubricflow.llm.cache import JudgeCache
     from rubricflow.model import Rubric
     from rubricflow.plugins import PluginRegistry
     from rubricflow.results import Evaluation
@@ -315,6 +316,21 @@ class Application(Core):
     def idempotency_keys(self) -> IdempotencyStore:
         """The HTTP API's idempotency keys."""
         return self.store.idempotency
+
+    @property
+    def judge_cache(self) -> JudgeCache:
+        """The store's judge cache, for a judge session this application opens."""
+        return self.store.judge_cache
+
+    @property
+    def display_url(self) -> str:
+        """The store's URL as shown to a user (any password masked)."""
+        return self.store.database.display_url
+
+    async def schema_revisions(self) -> tuple[str | None, str | None]:
+        """The store's schema revision and the newest this rubricflow knows (its head);
+        raises whatever reaching the database raises (a readiness probe reports it)."""
+        return await self.store.database.current_revision(), self.store.database.head_revision()
 
     # --- artifacts ---------------------------------------------------------------------------
     @under_settings

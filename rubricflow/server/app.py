@@ -134,8 +134,8 @@ async def _warn_without_tokens(core: Application) -> None:
             "this store (%s) holds no active API token, so every request needing one will "
             "be refused (401); create one in the same store: rubricflow tokens create NAME "
             "--role admin --db %s",
-            core.store.database.display_url,
-            core.store.database.display_url,
+            core.display_url,
+            core.display_url,
         )
 
 

@@ -59,7 +59,7 @@ def judge_session(
         settings.judge,
         plugins=application.plugins,
         allow_import=False,
-        cache=application.store.judge_cache,
+        cache=application.judge_cache,
     )
 
 

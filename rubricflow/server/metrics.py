@@ -159,7 +159,7 @@ async def _store_gauges(application: Application) -> list[Metric]:
         "rubricflow_dead_lettered", "Artifacts whose reviews kept failing (dead_lettered)"
     )
     dead.add_metric([], await repository.count(status="dead_lettered"))
-    counts = await application.store.webhooks.counts()
+    counts = await application.webhooks.backlog()
     backlog = GaugeMetricFamily(
         "rubricflow_webhook_backlog", "Webhook deliveries waiting to be sent (pending)"
     )

@@ -26,21 +26,19 @@ async def healthz() -> Health:
     responses={503: PROBLEM_RESPONSES[503]},
 )
 async def readyz(request: Request, application: AppDep) -> Readiness | JSONResponse:
-    database = application.store.database
     try:
-        revision = await database.current_revision()
+        revision, head = await application.schema_revisions()
     except Exception as error:  # any failure to reach the database means not ready
         return problem_response(
             503,
-            f"database {database.display_url} is not reachable: {type(error).__name__}",
+            f"database {application.display_url} is not reachable: {type(error).__name__}",
             kind="not-ready",
             instance=request.url.path,
         )
-    head = database.head_revision()
     if revision != head:
         return problem_response(
             503,
-            f"database {database.display_url} has schema {revision or 'none'}, this server "
+            f"database {application.display_url} has schema {revision or 'none'}, this server "
             f"needs {head}; run: rubricflow db upgrade",
             kind="not-ready",
             instance=request.url.path,

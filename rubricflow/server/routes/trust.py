@@ -79,7 +79,7 @@ async def propose(
         settings.judge,
         plugins=application.plugins,
         allow_import=False,
-        cache=application.store.judge_cache,
+        cache=application.judge_cache,
     ) as judge:
         proposal, registered = await application.propose_rubric_revision(
             rubric,
