@@ -303,3 +303,58 @@ def import_(
             local.close()
         where = str(local.path)
     out.print(f"imported {len(entries)} judge answer(s) into {escape(where)}")
+
+
+@llm_app.command("usage")
+def usage(
+    db: Annotated[
+        str | None,
+        typer.Option("--db", help="The store (URL or SQLite file) whose call ledger to read."),
+    ] = None,
+    by: Annotated[
+        str,
+        typer.Option("--by", help="Group the spend per run, artifact type or day (UTC)."),
+    ] = "run",
+    since: Annotated[
+        str | None, typer.Option("--since", help="Evaluations from this date or time (ISO).")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option("--until", help="Evaluations before this date or time (ISO).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Show judge spend: calls, cache hits, tokens and cost per run, type or day."""
+    from dataclasses import asdict
+
+    from rubricflow.cli.evaluations import _parse_time
+
+    if by not in ("run", "type", "day"):
+        fail(f"--by {by!r}: use run, type or day")
+    try:
+        start, end = _parse_time(since, "--since"), _parse_time(until, "--until")
+    except RubricflowError as error:
+        fail(str(error))
+    rows = run_with_app(
+        db,
+        lambda app: app.evaluations.spend(by, since=start, until=end),
+        existing=True,
+    )
+    if as_json:
+        out.print_json(json.dumps([asdict(row) for row in rows]))
+        return
+    if not rows:
+        out.print("no judge calls stored")
+        return
+    from rubricflow.cli.shared import table
+
+    grid = table(by, "calls", "cache hits", "input tokens", "output tokens", "cost")
+    for row in rows:
+        grid.add_row(
+            escape(row.key or "(none)"),
+            f"{row.calls:,}",
+            f"{row.cache_hits:,}",
+            f"{row.input_tokens:,}",
+            f"{row.output_tokens:,}",
+            "" if row.cost is None else f"{row.cost:.4g}",
+        )
+    out.print(grid)

@@ -73,3 +73,17 @@ class JudgeUsage:
             "output_tokens": self.output_tokens,
             "cost": self.cost,
         }
+
+
+@dataclass(frozen=True)
+class Spend:
+    """Judge spend of one run, artifact type or day (`key`; None: evaluations of no run,
+    or of no artifact). Calls, tokens and cost count what was sent; `cache_hits` what the
+    judge cache answered."""
+
+    key: str | None
+    calls: int
+    cache_hits: int
+    input_tokens: int
+    output_tokens: int
+    cost: float | None

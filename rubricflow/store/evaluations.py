@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from rubricflow.errors import NotFoundError, StoreError
-from rubricflow.records.evaluations import CriterionPassRate, JudgeUsage
+from rubricflow.records.evaluations import CriterionPassRate, JudgeUsage, Spend
 from rubricflow.results import Evaluation, LLMCall
 from rubricflow.store._sql import INCOMPLETE, insert_ignoring_duplicates, parse_time, to_utc, utcnow
 from rubricflow.store.copy import copies, copy_rows
@@ -27,6 +27,7 @@ __all__ = [
     "EvaluationFilter",
     "EvaluationStore",
     "JudgeUsage",
+    "Spend",
     "StoredEvaluation",
 ]
 
@@ -448,6 +449,61 @@ class EvaluationStore:
                 r.criterion_id,
             ),
         )
+
+    async def spend(
+        self,
+        by: str = "run",
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[Spend]:
+        """Judge calls, cache hits, tokens and cost per `run`, artifact `type` or `day`
+        (UTC, of the evaluation) of the evaluations created in [`since`, `until`),
+        computed in SQL from the call ledger, in key order (no key last)."""
+        e, k, a = _evaluations.c, _calls.c, _artifacts.c
+        source = _calls.join(_evaluations, e.id == k.evaluation_id)
+        if by == "run":
+            key: Any = e.run_id
+        elif by == "type":
+            key, source = a.type, source.outerjoin(_artifacts, a.id == e.artifact_id)
+        elif by == "day":
+            key = sa.func.date(e.created_at)
+        else:
+            raise ValueError(f"spend by {by!r}: use run, type or day")
+        sent = k.outcome != "cached"
+        query = (
+            sa.select(
+                key.label("key"),
+                _count(sent).label("calls"),
+                _count(sa.not_(sent)).label("cache_hits"),
+                sa.func.coalesce(
+                    sa.func.sum(sa.case((sent, sa.func.coalesce(k.input_tokens, 0)), else_=0)),
+                    0,
+                ).label("input_tokens"),
+                sa.func.coalesce(
+                    sa.func.sum(sa.case((sent, sa.func.coalesce(k.output_tokens, 0)), else_=0)),
+                    0,
+                ).label("output_tokens"),
+                sa.func.sum(k.cost).label("cost"),
+            )
+            .select_from(source)
+            .where(*EvaluationFilter(since=since, until=until).where())
+            .group_by(key)
+        )
+        async with self.database.read() as connection:
+            rows = (await connection.execute(query)).all()
+        spend = [
+            Spend(
+                key=None if row.key is None else str(row.key),
+                calls=int(row.calls),
+                cache_hits=int(row.cache_hits),
+                input_tokens=int(row.input_tokens),
+                output_tokens=int(row.output_tokens),
+                cost=None if row.cost is None else float(row.cost),
+            )
+            for row in rows
+        ]
+        return sorted(spend, key=lambda s: (s.key is None, s.key or ""))
 
     async def judge_usage(
         self,
