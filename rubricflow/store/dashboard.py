@@ -92,13 +92,16 @@ class QueueBucket:
 class QueueFilter:
     """Which artifacts a queue shows: `buckets` (all of them unless `bucket` names one),
     of `types` (None: any type; empty: none), created by `created_by` (a submitter sees
-    its own), unchanged since `changed_before` (how long they have waited)."""
+    its own), unchanged since `changed_before` (how long they have waited), whose
+    title, id or last reason contains `search` (case-insensitive and literal: `%` and
+    `_` match themselves)."""
 
     buckets: tuple[QueueBucket, ...]
     bucket: str | None = None
     types: tuple[str, ...] | None = None
     created_by: str | None = None
     changed_before: datetime | None = None
+    search: str | None = None
 
     def _bucket_clauses(self) -> list[tuple[str, sa.ColumnElement[bool]]]:
         """Each bucket's own clause: matching it and none before it."""
@@ -119,7 +122,21 @@ class QueueFilter:
             where.append(c.created_by == self.created_by)
         if self.changed_before is not None:
             where.append(c.updated_at <= to_utc(self.changed_before))
+        if self.search:
+            where.append(_contains((c.title, c.id, c.last_reason), self.search))
         return where
+
+
+def _contains(columns: Sequence[Any], text: str) -> sa.ColumnElement[bool]:
+    """Any of `columns` holds `text`, ignoring case, with LIKE's wildcards escaped."""
+    escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    pattern = f"%{escaped}%"
+    return sa.or_(
+        *(
+            sa.func.lower(sa.func.coalesce(column, "")).like(pattern, escape="\\")
+            for column in columns
+        )
+    )
 
 
 @dataclass(frozen=True)

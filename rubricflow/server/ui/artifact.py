@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
-from fastapi.responses import RedirectResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 
 from rubricflow.application import Application
+from rubricflow.errors import IllegalTransitionError, PreconditionFailedError, RubricflowError
 from rubricflow.results import Evaluation, LLMCall
 from rubricflow.server.ui.access import (
     Viewer,
@@ -27,6 +29,7 @@ from rubricflow.server.ui.access import (
 )
 from rubricflow.server.ui.agreement import judged_wrong as _judged_wrong
 from rubricflow.server.ui.agreement import record_corrections
+from rubricflow.server.ui.queue import next_in_queue, state_of
 from rubricflow.server.ui.security import UiRoute
 from rubricflow.server.ui.templating import render
 
@@ -37,6 +40,7 @@ DECISIONS = ("approve", "override", "reject")
 #: the biggest content shown in full (a bigger one is cut, saying so)
 MAX_SHOWN_CHARS = 200_000
 _MAX_DIFF_LINES = 2000
+DECISION_LABELS = {"approve": "Approve", "override": "Override and approve", "reject": "Reject"}
 DONE_MESSAGES = {
     "approve": "Approved.",
     "override": "Approved by override.",
@@ -108,25 +112,83 @@ def _judge_calls(evaluation: Evaluation) -> list[JudgeCall]:
 
 def _evaluation_view(evaluation: Evaluation) -> dict[str, Any]:
     calls = _judge_calls(evaluation)
+    votes: dict[str, list[LLMCall]] = {}
+    for item in calls:
+        if item.call.verdict is not None:
+            votes.setdefault(item.criterion, []).append(item.call)
     costs = [c.call.cost for c in calls if c.call.cost is not None]
     return {
         "evaluation": evaluation,
         "calls": calls,
+        "votes": votes,
         "input_tokens": sum(c.call.input_tokens or 0 for c in calls),
         "output_tokens": sum(c.call.output_tokens or 0 for c in calls),
         "cost": sum(costs) if costs else None,
     }
 
 
-@router.get("/artifacts/{artifact_id}", summary="An artifact")
-async def artifact_page(
+@dataclass(frozen=True)
+class Kept:
+    """What a refused decision posted, shown again so that nothing typed is lost."""
+
+    action: str = ""
+    reason: str = ""
+    wrong: frozenset[str] = frozenset()
+    #: the version the reviewer was looking at when it decided
+    version: int | None = None
+
+
+async def _criterion_names(
+    application: Application, evaluations: list[Evaluation]
+) -> dict[str, Any]:
+    """Each evaluated rubric version's criteria by id (names and level labels), or
+    nothing for a rubric no longer stored."""
+    found: dict[str, Any] = {}
+    for evaluation in evaluations:
+        key = f"{evaluation.rubric_id}@{evaluation.rubric_version}"
+        if key in found:
+            continue
+        try:
+            rubric = await application.rubrics.get(evaluation.rubric_id, evaluation.rubric_version)
+        except RubricflowError:
+            found[key] = {}
+            continue
+        found[key] = {c.id: c for c in rubric.criteria}
+    return found
+
+
+async def _diff_view(
+    application: Application, artifact: Any, diff_from: int | None, diff_to: int | None
+) -> dict[str, Any]:
+    diff: list[DiffLine] = []
+    revisions: list[int] = list(range(1, artifact.revision + 1))
+    after = diff_to if diff_to in revisions else artifact.revision
+    before = diff_from if diff_from in revisions else max(1, after - 1)
+    if artifact.revision > 1 and before != after:
+        found = {
+            r.revision: r.content
+            for r in await application.dashboard.revisions(artifact.id, numbers=(before, after))
+        }
+        if before in found and after in found:
+            diff = revision_diff(
+                found[before], found[after], names=(f"revision {before}", f"revision {after}")
+            )
+    return {"revisions": revisions, "diff": diff, "diff_from": before, "diff_to": after}
+
+
+async def _page(
     request: Request,
-    viewer: Viewer,
-    artifact_id: _ArtifactId,
-    diff_from: Annotated[int | None, Query(alias="from", ge=1, le=2**31 - 1)] = None,
-    diff_to: Annotated[int | None, Query(alias="to", ge=1, le=2**31 - 1)] = None,
-    done: Annotated[str, Query(max_length=20)] = "",
+    viewer: Any,
+    artifact_id: str,
+    *,
+    diff: tuple[int | None, int | None] = (None, None),
+    done: str = "",
+    queue: str = "",
+    kept: Kept | None = None,
+    refusal: str = "",
+    status_code: int = 200,
 ) -> Response:
+    """The artifact page; after a refused decision, with the refusal and what was posted."""
     application: Application = request.app.state.application
     artifacts = application.artifacts
     principal = viewer.principal
@@ -137,23 +199,14 @@ async def artifact_page(
     decider = principal.allows_role("reviewer") and principal.allows_type(artifact.type)
     decisions = [d for d in DECISIONS if d in open_now] if decider else []
     retry = decider and "retry" in open_now
-
-    diff: list[DiffLine] = []
-    revisions: list[int] = list(range(1, artifact.revision + 1))
-    after = diff_to if diff_to in revisions else artifact.revision
-    before = diff_from if diff_from in revisions else max(1, after - 1)
-    if artifact.revision > 1 and before != after:
-        found = {
-            r.revision: r.content
-            for r in await application.dashboard.revisions(artifact_id, numbers=(before, after))
-        }
-        if before in found and after in found:
-            diff = revision_diff(
-                found[before], found[after], names=(f"revision {before}", f"revision {after}")
-            )
+    kept = kept or Kept()
+    diff_view = await _diff_view(application, artifact, *diff)
+    if kept.version is not None and kept.version != artifact.version and artifact.revision > 1:
+        diff_view = await _diff_view(application, artifact, artifact.revision - 1, None)
 
     text = content_text(artifact.content)
     cut = len(text) > MAX_SHOWN_CHARS
+    state = state_of(artifact.status, artifact.awaiting_approval, bool(artifact.failures))
     return render(
         request,
         "artifact.html",
@@ -163,47 +216,173 @@ async def artifact_page(
             "content_cut": cut,
             "content_kind": "text" if isinstance(artifact.content, str) else "JSON",
             "evaluations": [_evaluation_view(e) for e in evaluations],
+            "criteria": await _criterion_names(application, evaluations),
+            "state_name": state[0],
+            "state_label": state[1],
+            "last_reason": _for_people(artifact.last_reason or "", retry=retry),
             "history": history,
             "decisions": decisions,
             "retry": retry,
-            "revisions": revisions,
-            "diff": diff,
-            "diff_from": before,
-            "diff_to": after,
+            **diff_view,
             "done": DONE_MESSAGES.get(done, ""),
+            "queue": queue[:2000],
+            "kept": kept,
+            "refusal": refusal,
+            "moved_on": kept.version is not None and kept.version != artifact.version,
             "active": "queue",
         },
+        status_code=status_code,
     )
 
 
-@router.post("/artifacts/{artifact_id}/decision", summary="Decide on an artifact")
-async def decide(request: Request, viewer: Viewer, artifact_id: _ArtifactId) -> Response:
-    form = await posted_form(request, viewer, multi=frozenset({"wrong"}))
+@router.get("/artifacts/{artifact_id}", summary="An artifact")
+async def artifact_page(
+    request: Request,
+    viewer: Viewer,
+    artifact_id: _ArtifactId,
+    diff_from: Annotated[int | None, Query(alias="from", ge=1, le=2**31 - 1)] = None,
+    diff_to: Annotated[int | None, Query(alias="to", ge=1, le=2**31 - 1)] = None,
+    done: Annotated[str, Query(max_length=20)] = "",
+    queue: Annotated[str, Query(max_length=2000)] = "",
+) -> Response:
+    return await _page(
+        request, viewer, artifact_id, diff=(diff_from, diff_to), done=done, queue=queue
+    )
+
+
+@router.get("/artifacts/{artifact_id}/next", summary="The next item of a queue")
+async def next_item(
+    request: Request,
+    viewer: Viewer,
+    artifact_id: _ArtifactId,
+    queue: Annotated[str, Query(max_length=2000)] = "",
+) -> Response:
+    """Skip: the queue's next artifact after this one (or the queue when none is left)."""
+    application: Application = request.app.state.application
+    following = await next_in_queue(application, viewer.principal, queue, artifact_id)
+    if following is None:
+        return RedirectResponse(f"/ui/queue{'?' + queue if queue else ''}", status_code=303)
+    return RedirectResponse(
+        f"/ui/artifacts/{quote(following, safe='')}?{urlencode({'queue': queue})}",
+        status_code=303,
+    )
+
+
+_RETRY_COMMAND = re.compile(r"(?:run |use )?`rubricflow artifacts retry[^`]*`")
+
+
+def _for_people(reason: str, *, retry: bool) -> str:
+    """A stored reason as the page shows it: where the page has a Retry button, a hint to
+    run the CLI's retry speaks of the button instead."""
+    if not retry:
+        return reason
+    return _RETRY_COMMAND.sub("press Retry the review below", reason)
+
+
+@router.get("/artifacts/{artifact_id}/version", summary="An artifact's version (live page)")
+async def artifact_version(request: Request, viewer: Viewer, artifact_id: _ArtifactId) -> Response:
+    """The artifact's current version and state as JSON: the page polls it to say when
+    someone else changed the artifact."""
+    application: Application = request.app.state.application
+    artifact = await readable_artifact(application, viewer.principal, artifact_id)
+    return JSONResponse(
+        {"version": artifact.version, "status": artifact.status, "revision": artifact.revision},
+        headers={"Cache-Control": "no-store"},
+    )
+
+
+async def _apply(
+    request: Request, viewer: Any, artifact_id: str, form: dict[str, str], kept: Kept
+) -> str:
+    """Take the posted decision; its action's name."""
     application: Application = request.app.state.application
     artifacts = application.artifacts
     principal = viewer.principal
     artifact = await readable_artifact(application, principal, artifact_id)
     require_decider(principal, artifact)
-    action = form.get("action", "")
-    reason = form.get("reason", "").strip()
-    version_text = form.get("version", "")
-    expected = int(version_text) if version_text.isdigit() else None
+    action = kept.action
     if action in DECISIONS:
-        if not reason:
-            raise HTTPException(422, f"{action} needs a reason: human decisions are on the record")
+        if not kept.reason:
+            raise _Refused(
+                422,
+                f"{DECISION_LABELS[action]} needs a reason: human decisions are on the "
+                "record; write one and decide again",
+            )
         marks = await _judged_wrong(application, artifact_id, artifact.revision, form)
         decision = getattr(artifacts, action)
-        await decision(artifact_id, actor=principal.name, reason=reason, expected_version=expected)
+        await decision(
+            artifact_id, actor=principal.name, reason=kept.reason, expected_version=kept.version
+        )
         if marks:
             await record_corrections(application, artifact_id, action, principal.name, marks)
     elif action == "retry":
         await artifacts.retry(
-            artifact_id, actor=principal.name, reason=reason or None, expected_version=expected
+            artifact_id,
+            actor=principal.name,
+            reason=kept.reason or None,
+            expected_version=kept.version,
         )
     else:
         raise HTTPException(
             422, f"unknown decision {action[:40]!r}; use approve, override, reject or retry"
         )
+    return action
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+async def _refusal(request: Request, error: Exception) -> tuple[int, str]:
+    """A refused decision's status and its words for a person."""
+    if isinstance(error, _Refused):
+        return error.status, error.message
+    if isinstance(error, PreconditionFailedError):
+        return 412, (
+            "Someone else changed this artifact while you were deciding, so nothing was "
+            "recorded. Your reason and ticks are kept below: read what changed and decide "
+            "again on the current version."
+        )
+    assert isinstance(error, IllegalTransitionError)
+    application: Application = request.app.state.application
+    return 409, await application.artifacts.explain_refusal(error)
+
+
+@router.post("/artifacts/{artifact_id}/decision", summary="Decide on an artifact")
+async def decide(request: Request, viewer: Viewer, artifact_id: _ArtifactId) -> Response:
+    form = await posted_form(request, viewer, multi=frozenset({"wrong"}))
+    version_text = form.get("version", "")
+    kept = Kept(
+        action=form.get("action", ""),
+        reason=form.get("reason", "").strip(),
+        wrong=frozenset(w for w in form.get("wrong", "").split("\n") if w),
+        version=int(version_text) if version_text.isdigit() else None,
+    )
+    queue = form.get("queue", "")[:2000]
+    try:
+        action = await _apply(request, viewer, artifact_id, form, kept)
+    except (_Refused, PreconditionFailedError, IllegalTransitionError) as error:
+        status, message = await _refusal(request, error)
+        return await _page(
+            request,
+            viewer,
+            artifact_id,
+            kept=kept,
+            refusal=message,
+            status_code=status,
+            queue=queue,
+        )
+    application: Application = request.app.state.application
+    after = {"done": action}
+    if queue:
+        after["queue"] = queue
+    following = None
+    if action in DECISIONS:
+        following = await next_in_queue(application, viewer.principal, queue, artifact_id)
+    target = following or artifact_id
     return RedirectResponse(
-        f"/ui/artifacts/{quote(artifact_id, safe='')}?done={action}", status_code=303
+        f"/ui/artifacts/{quote(target, safe='')}?{urlencode(after)}", status_code=303
     )

@@ -21,19 +21,20 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from rubricflow.application import Application, QueueBucket, QueueCursor, QueueFilter
+from rubricflow.errors import NotFoundError, RubricflowError
 from rubricflow.review.lifecycle import DEAD_LETTERED
 from rubricflow.server.auth import Principal
-from rubricflow.server.ui.access import Viewer
+from rubricflow.server.ui.access import Viewer, posted_form
 from rubricflow.server.ui.security import UiRoute
 from rubricflow.server.ui.templating import render
 
-__all__ = ["BUCKETS", "PAGE_SIZE", "router"]
+__all__ = ["BUCKETS", "PAGE_SIZE", "next_in_queue", "router", "state_of"]
 
 BUCKETS: tuple[QueueBucket, ...] = (
     QueueBucket("awaiting_approval", ("in_review",), awaiting_approval=True),
@@ -74,6 +75,9 @@ class QueueQuery:
     age: str = ""
     order: str = "newest"
     after: str = ""
+    #: free text over titles, ids and last reasons
+    q: str = ""
+    submitter: str = ""
 
     def params(self, **changes: str) -> str:
         values = {**self.__dict__, **changes}
@@ -94,6 +98,8 @@ def _query(
     age: _Bucket = "",
     order: _Bucket = "newest",
     after: _Cursor = "",
+    q: _Text = "",
+    submitter: _Text = "",
 ) -> QueueQuery:
     """The page's query string as a `QueueQuery` (a dependency both queue routes share):
     unknown buckets, ages and orders fall back to the defaults."""
@@ -104,20 +110,31 @@ def _query(
         age=age if age in AGES else "",
         order="oldest" if order == "oldest" else "newest",
         after=after[:500],
+        q=q.strip()[:200],
+        submitter=submitter.strip()[:200],
     )
 
 
 _Filters = Annotated[QueueQuery, Depends(_query)]
 
 
+def state_of(status: str, awaiting_approval: bool, failed: bool) -> tuple[str, str]:
+    """An artifact's state as the queue names it (its bucket), or its status for one
+    that waits for nobody: one name per state on every page."""
+    for bucket in BUCKETS:
+        if bucket.holds(status, awaiting_approval, failed):
+            return bucket.name, BUCKET_LABELS[bucket.name]
+    return status, status.replace("_", " ").capitalize()
+
+
 async def _visible_types(application: Application, principal: Principal) -> list[Any]:
     return [t for t in await application.artifacts.list_types() if principal.allows_type(t.name)]
 
 
-async def _queue_view(request: Request, principal: Principal, query: QueueQuery) -> dict[str, Any]:
-    application: Application = request.app.state.application
-    types = await _visible_types(application, principal)
-    rubrics = sorted({b.rubric_id for t in types for b in t.rubrics})
+async def _queue_filter(
+    application: Application, principal: Principal, query: QueueQuery, types: list[Any]
+) -> QueueFilter:
+    """The store's filter for `query` as `principal` may see it."""
     chosen = [t.name for t in types]
     if query.type:
         chosen = [name for name in chosen if name == query.type]
@@ -126,13 +143,38 @@ async def _queue_view(request: Request, principal: Principal, query: QueueQuery)
         chosen = [name for name in chosen if name in binding]
     restricted = bool(query.type or query.rubric or principal.types)
     age = AGES[query.age]
-    queue = QueueFilter(
+    submitter = query.submitter or None
+    if not principal.allows_role("reviewer"):
+        submitter = principal.name
+    return QueueFilter(
         buckets=BUCKETS,
         bucket=query.bucket or None,
         types=tuple(chosen) if restricted else None,
-        created_by=None if principal.allows_role("reviewer") else principal.name,
+        created_by=submitter,
         changed_before=datetime.now(timezone.utc) - age if age else None,
+        search=query.q or None,
     )
+
+
+async def next_in_queue(
+    application: Application, principal: Principal, params: str, after_id: str
+) -> str | None:
+    """The first artifact other than `after_id` of the queue `params` (a queue page's
+    query string) shows `principal`: where a reviewer goes after a decision."""
+    query = _query(**_params_of(params))
+    types = await _visible_types(application, principal)
+    queue = await _queue_filter(application, principal, query, types)
+    page = await application.dashboard.queue_page(
+        queue, limit=3, newest_first=query.order == "newest"
+    )
+    return next((item.id for item in page.items if item.id != after_id), None)
+
+
+async def _queue_view(request: Request, principal: Principal, query: QueueQuery) -> dict[str, Any]:
+    application: Application = request.app.state.application
+    types = await _visible_types(application, principal)
+    rubrics = sorted({b.rubric_id for t in types for b in t.rubrics})
+    queue = await _queue_filter(application, principal, query, types)
     reads = application.dashboard
     cursor = QueueCursor.decode(query.after) if query.after else None
     page = await reads.queue_page(
@@ -151,7 +193,13 @@ async def _queue_view(request: Request, principal: Principal, query: QueueQuery)
         "rubrics": rubrics,
         "ages": AGE_LABELS,
         "live_params": query.params(),
+        #: what an artifact link carries, so that a decision opens the next of this queue
+        "from_params": urlencode({"queue": query.params(after="")})
+        if query.params(after="")
+        else "",
+        "reviewer": principal.allows_role("reviewer"),
         "active": "queue",
+        "message": "",
     }
 
 
@@ -166,6 +214,101 @@ async def queue_page(request: Request, viewer: Viewer, query: _Filters) -> Respo
 async def queue_fragment(request: Request, viewer: Viewer, query: _Filters) -> Response:
     view = await _queue_view(request, viewer.principal, query)
     return render(request, "queue_live.html", view)
+
+
+#: the decisions a bulk action takes, with the words its confirmation uses
+BULK_ACTIONS = {"approve": "Approve", "reject": "Reject"}
+#: the most items one bulk action decides (a page's worth)
+MAX_BULK = PAGE_SIZE
+
+
+@dataclass(frozen=True)
+class BulkPick:
+    """One selected row: the artifact and the version the reviewer saw."""
+
+    id: str
+    version: int
+
+
+def _picks(text: str) -> list[BulkPick]:
+    picks: list[BulkPick] = []
+    for line in text.split("\n"):
+        version, _, artifact_id = line.partition(" ")
+        if version.isdigit() and artifact_id:
+            picks.append(BulkPick(artifact_id[:200], int(version)))
+    return picks[:MAX_BULK]
+
+
+async def _bulk_apply(
+    application: Application, principal: Principal, action: str, reason: str, picks: list[BulkPick]
+) -> tuple[int, list[str]]:
+    """Decide each pick; how many were recorded, and why the others were not."""
+    done, refused = 0, []
+    for pick in picks:
+        try:
+            artifact = await application.artifacts.get(pick.id)
+            if not (principal.can_read(artifact) and principal.allows_type(artifact.type)):
+                raise NotFoundError(f"no artifact {pick.id!r}")
+            decision = getattr(application.artifacts, action)
+            await decision(
+                pick.id, actor=principal.name, reason=reason, expected_version=pick.version
+            )
+            done += 1
+        except RubricflowError as error:
+            refused.append(f"{pick.id}: {error}")
+    return done, refused
+
+
+@router.post("/queue/bulk", summary="Approve or reject several artifacts at once")
+async def bulk_decision(request: Request, viewer: Viewer) -> Response:
+    """A bulk decision: the first post shows what it would do and asks to confirm (with
+    the count); only the confirmed post records anything, with one reason for all."""
+    form = await posted_form(request, viewer, multi=frozenset({"pick"}))
+    principal = viewer.principal
+    if not principal.allows_role("reviewer"):
+        raise HTTPException(
+            403, f"bulk decisions need the reviewer role; {principal.name!r} is a {principal.role}"
+        )
+    action = form.get("action", "")
+    if action not in BULK_ACTIONS:
+        raise HTTPException(422, f"unknown bulk decision {action[:40]!r}; use approve or reject")
+    reason = form.get("reason", "").strip()
+    picks = _picks(form.get("pick", ""))
+    queue_params = form.get("queue", "")[:2000]
+    problem = "" if reason else "A bulk decision needs a reason: write one and try again."
+    if not picks:
+        problem = "Select at least one item (tick its box, or press x on it) and try again."
+    if problem or form.get("confirmed") != str(len(picks)):
+        return render(
+            request,
+            "bulk_confirm.html",
+            {
+                "action": action,
+                "label": BULK_ACTIONS[action],
+                "reason": reason,
+                "picks": picks,
+                "queue": queue_params,
+                "problem": problem,
+                "active": "queue",
+            },
+            status_code=422 if problem else 200,
+        )
+    application: Application = request.app.state.application
+    done, refused = await _bulk_apply(application, principal, action, reason, picks)
+    query = _query(**_params_of(queue_params))
+    view = await _queue_view(request, principal, query)
+    verb = "approved" if action == "approve" else "rejected"
+    view["message"] = f"{done:,} item{'' if done == 1 else 's'} {verb}." + (
+        f" {len(refused):,} not: " + "; ".join(refused[:5]) if refused else ""
+    )
+    return render(request, "queue.html", view)
+
+
+def _params_of(params: str) -> dict[str, str]:
+    """A queue query string as `_query`'s keyword arguments."""
+    values = {k: v[0] for k, v in parse_qs(params[:2000]).items() if v}
+    names = ("bucket", "type", "rubric", "age", "order", "q", "submitter")
+    return {k: values[k] for k in names if k in values}
 
 
 @router.get("/queue/events", summary="Queue changes (Server-Sent Events)")

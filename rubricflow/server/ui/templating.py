@@ -26,7 +26,7 @@ _environment: jinja2.Environment | None = None
 def _when(value: datetime | None) -> str:
     if value is None:
         return ""
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return value.astimezone(timezone.utc).strftime("%d %b %Y, %H:%M:%S UTC")
 
 
 def _ago(value: datetime | None) -> str:
@@ -55,6 +55,27 @@ def _percent(value: float | None) -> str:
 def _label(value: str) -> str:
     """A state or trigger name for people: 'needs_revision' -> 'needs revision'."""
     return value.replace("_", " ")
+
+
+def _iso_when(value: str) -> str:
+    """A stored ISO time (text) as `when` writes it; the text itself if it is not one."""
+    try:
+        return _when(datetime.fromisoformat(value))
+    except (TypeError, ValueError):
+        return value
+
+
+def _count(value: int | None) -> str:
+    """A count with thousands separators: 10,000."""
+    return "-" if value is None else f"{value:,}"
+
+
+def _money(value: float | None) -> str:
+    """A judge cost in US dollars (what the providers bill in), to the cent or, under a
+    cent, to four significant digits."""
+    if value is None:
+        return "-"
+    return f"US${value:,.2f}" if value >= 0.01 or value == 0 else f"US${value:.4g}"
 
 
 def _compact_json(value: Any) -> str:
@@ -94,6 +115,9 @@ def environment() -> jinja2.Environment:
             ago=_ago,
             number=_number,
             percent=_percent,
+            count=_count,
+            iso_when=_iso_when,
+            money=_money,
             label=_label,
             compact_json=_compact_json,
             bidi=neutral_bidi,
