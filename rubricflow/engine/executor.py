@@ -213,10 +213,16 @@ async def _score_group(
 
 
 async def _score_all(
-    rubric: Rubric, target: Target, context: ScoringContext, limit: asyncio.Semaphore
+    rubric: Rubric,
+    target: Target,
+    context: ScoringContext,
+    limit: asyncio.Semaphore,
+    kept: Mapping[str, CriterionResult] | None = None,
 ) -> tuple[CriterionResult, ...]:
     """Every criterion's result, in rubric order; criteria of a group scorer are scored
-    in one `score_group` call per scorer."""
+    in one `score_group` call per scorer; those in `kept` are not scored again (a check
+    run in the isolation pool may be), their results kept as given."""
+    kept = kept or {}
     settings = isolation_settings(context.settings)
     plan = isolation_plan(rubric, context, settings.mode)
     isolated = plan.ids if plan is not None else frozenset()
@@ -224,7 +230,7 @@ async def _score_all(
     groups: dict[str, list[Criterion]] = {}
     singles: list[Criterion] = []
     for criterion in rubric.criteria:
-        if criterion.id in isolated:
+        if criterion.id in isolated or criterion.id in kept:
             continue
         method = resolve_method(criterion)
         scorer = context.plugins.scorers.get(method)
@@ -254,6 +260,7 @@ async def _score_all(
         for result in batch if isinstance(batch, list) else [batch]:
             assert isinstance(result, CriterionResult)
             by_id[result.criterion_id] = result
+    by_id.update(kept)
     return tuple(by_id[criterion.id] for criterion in rubric.criteria)
 
 
@@ -294,8 +301,12 @@ async def evaluate(
     policy: UnscoredPolicy | None = None,
     options: Mapping[str, Any] | None = None,
     settings: Settings | None = None,
+    kept: Mapping[str, CriterionResult] | None = None,
 ) -> Evaluation:
     """Score every criterion of `rubric` for `target` and aggregate the results.
+
+    `kept`: results already made for some criteria (by id), used as they are; only the
+    others are scored (a cascade re-judges the criteria a first judge was unsure of).
 
     `concurrency` bounds how many criteria are scored at once; `allow_import` lets a
     rubric's deterministic criteria import `module:function` code; `threshold` and
@@ -324,7 +335,7 @@ async def evaluate(
         instrumentation.current().evaluation(rubric, subject) as probe,
     ):
         async with llm_scope(context) as session:
-            results = await _score_all(rubric, subject, context, limit)
+            results = await _score_all(rubric, subject, context, limit, kept)
             outcome = aggregate(rubric, results, threshold=threshold, policy=policy)
             evaluation = _assemble(rubric, subject, context, results, outcome, policy, started_at)
             if context.options.get("llm_feedback"):

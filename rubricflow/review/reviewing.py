@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from rubricflow.engine.executor import evaluate
 from rubricflow.engine.isolation import uses_pool
 from rubricflow.errors import ArtifactConflictError, ReviewError
+from rubricflow.llm.budget import CostBudget, capped_session
 from rubricflow.llm.session import LLMSession
 from rubricflow.model import Rubric
 from rubricflow.records.artifacts import ReviewOutcome
@@ -30,7 +31,7 @@ from rubricflow.review.context import (
     ReviewContext,
     utcnow,
 )
-from rubricflow.review.routing import route
+from rubricflow.review.routing import ESCALATION, escalations, route, unsure_criteria
 from rubricflow.store.artifacts import (
     Artifact,
     ArtifactTransaction,
@@ -73,6 +74,8 @@ class Reviewer:
         self.session: LLMSession | None = None
         #: the sessions of the judges artifact types name (`ArtifactType.judge`), by spec
         self.type_sessions: dict[str, LLMSession] = {}
+        #: the spending cap of each artifact revision under review, when its type has one
+        self._budgets: dict[tuple[str, int], CostBudget] = {}
 
     async def aclose(self) -> None:
         """Close the LLM session the reviews share (its HTTP connections); the store stays
@@ -310,10 +313,35 @@ class Reviewer:
                 return item.binding, evaluation, False
             return item.binding, await self._save(evaluation, artifact), True
 
-        done = await asyncio.gather(
-            *(one(item, early) for item, early in zip(plan, made, strict=True))
-        )
+        try:
+            done = await asyncio.gather(
+                *(one(item, early) for item, early in zip(plan, made, strict=True))
+            )
+        finally:
+            self._budgets.pop((artifact.id, artifact.revision), None)
         return [(b, e) for b, e, _ in done], [e for _, e, saved in done if not saved]
+
+    def _capped(
+        self, options: dict[str, Any], artifact: Artifact, artifact_type: ArtifactType
+    ) -> dict[str, Any]:
+        """`options` with the judge session capped at the type's `max_cost_per_artifact`
+        (one budget for all the rubrics of this revision's review), when it has one."""
+        limit = artifact_type.max_cost_per_artifact
+        inner = dict(options.get("options") or {})
+        session = inner.get("llm")
+        if limit is None or not isinstance(session, LLMSession):
+            return options
+        if session.provider_now().settings.price is None:
+            raise ReviewError(
+                f"type {artifact_type.name!r} caps a review at {limit:g} "
+                "(max_cost_per_artifact), but the judge has no price to count spend: set "
+                "RUBRICFLOW_LLM_PRICE=IN,OUT (per million tokens)"
+            )
+        key = (artifact.id, artifact.revision)
+        budget = self._budgets.setdefault(
+            key, CostBudget(limit, f"type {artifact_type.name!r}'s max_cost_per_artifact")
+        )
+        return {**options, "options": {**inner, "llm": capped_session(session, budget)}}
 
     async def _evaluate(
         self, artifact: Artifact, artifact_type: ArtifactType, rubric: Rubric
@@ -327,12 +355,58 @@ class Reviewer:
                 **artifact.metadata,
             },
         )
-        return await evaluate(
+        first = await evaluate(
             rubric,
             target,
             plugins=self._context.plugins,
             threshold=artifact_type.approval_threshold,
-            **self._judge_options(artifact_type.judge),
+            **self._capped(self._judge_options(artifact_type.judge), artifact, artifact_type),
+        )
+        policy = artifact_type.review_policy
+        if policy.escalate_to is None:
+            return first
+        unsure = unsure_criteria(first, policy)
+        if not unsure:
+            return first
+        return await self._escalate(first, rubric, target, artifact_type, unsure)
+
+    async def _escalate(
+        self,
+        first: Evaluation,
+        rubric: Rubric,
+        target: Target,
+        artifact_type: ArtifactType,
+        unsure: dict[str, str],
+    ) -> Evaluation:
+        """The cascade: the criteria the type's judge was unsure of judged again by the
+        policy's `escalate_to` judge, the others kept; the first judge's calls stay in the
+        ledger, and the evaluation's metadata says what was escalated and why."""
+        stronger = artifact_type.review_policy.escalate_to
+        assert stronger is not None
+        kept = {r.criterion_id: r for r in first.criteria if r.criterion_id not in unsure}
+        second = await evaluate(
+            rubric,
+            target,
+            plugins=self._context.plugins,
+            threshold=artifact_type.approval_threshold,
+            kept=kept,
+            **self._judge_options(stronger),
+        )
+        before = {r.criterion_id: r for r in first.criteria}
+        criteria = tuple(
+            result.model_copy(
+                update={"llm_calls": before[result.criterion_id].llm_calls + result.llm_calls}
+            )
+            if result.criterion_id in unsure
+            else result
+            for result in second.criteria
+        )
+        escalation = {"to": stronger, "criteria": unsure}
+        return second.model_copy(
+            update={
+                "criteria": criteria,
+                "metadata": {**second.metadata, ESCALATION: escalation},
+            }
         )
 
     async def _decide(
@@ -435,6 +509,9 @@ def outcome_of(
     policy = artifact_type.review_policy
     if artifact is None or not (policy.routes or policy.audit_rate > 0):
         return trigger, reason
+    escalated = escalations([evaluation for _, evaluation in results])
+    if escalated:
+        reason = f"{escalated}; {reason}"
     routing = route(
         policy,
         [evaluation for _, evaluation in results],
@@ -442,7 +519,7 @@ def outcome_of(
         revision=artifact.revision,
     )
     if routing.mode == "human":
-        return "await_approval", routing.reason
+        return "await_approval", f"{escalated}; {routing.reason}" if escalated else routing.reason
     return trigger, f"{reason}; {routing.reason}"
 
 

@@ -20,12 +20,23 @@ from typing import Literal
 from rubricflow.results import CriterionResult, Evaluation
 from rubricflow.store.artifact_models import ReviewPolicy
 
-__all__ = ["AUDIT_PREFIX", "ROUTED_PREFIX", "Routing", "audit_draw", "route", "unsure_criteria"]
+__all__ = [
+    "AUDIT_PREFIX",
+    "ESCALATION",
+    "ROUTED_PREFIX",
+    "Routing",
+    "audit_draw",
+    "escalations",
+    "route",
+    "unsure_criteria",
+]
 
 #: how the reason of a routed review begins (the history and the dashboard show it)
 ROUTED_PREFIX = "routed to a reviewer"
 #: how the reason of an audited review begins; it never names the machine's verdict
 AUDIT_PREFIX = "audit"
+#: the evaluation metadata key of a cascade: {"to": SPEC, "criteria": {id: why}}
+ESCALATION = "escalation"
 
 
 @dataclass(frozen=True)
@@ -107,3 +118,18 @@ def route(
         )
     why = "confident" if policy.routes else "no routing rule"
     return Routing("auto", f"auto ({why})")
+
+
+def escalations(evaluations: Sequence[Evaluation]) -> str:
+    """What the cascade sent to the stronger judge in these evaluations, and why ("" when
+    nothing was escalated): for the artifact's history."""
+    parts = []
+    for evaluation in evaluations:
+        found = evaluation.metadata.get(ESCALATION)
+        if not isinstance(found, dict):
+            continue
+        why = "; ".join(f"{cid} ({doubt})" for cid, doubt in dict(found["criteria"]).items())
+        parts.append(
+            f"escalated {evaluation.rubric_id}@{evaluation.rubric_version} {why} to {found['to']}"
+        )
+    return "; ".join(parts)

@@ -125,3 +125,64 @@ def test_the_audit_draw_is_fixed_by_id_revision_and_seed(rate: float) -> None:
     share = sum(d < rate for d in draws) / len(draws)
     assert abs(share - rate) < 0.1
     assert audit_draw("a1", 2, 3) != audit_draw("a1", 1, 3) != audit_draw("a1", 1, 4)
+
+
+CASCADE = parse_rubric(
+    {
+        "id": "cascade",
+        "criteria": [
+            {
+                "id": "answers",
+                "description": "The reply answers the question",
+                "scoring": {"method": "llm_verdict", "config": {"samples": 3}},
+            },
+            {
+                "id": "polite",
+                "description": "The reply is polite",
+                "scoring": {"method": "llm_verdict", "config": {"samples": 3}},
+            },
+        ],
+    }
+)
+
+
+def cheap(request: Recorded) -> Reply:
+    """Sure the reply is polite; split one in three on whether it answers."""
+    if "answers the question" in request.text:
+        cheap.count += 1  # type: ignore[attr-defined]
+        if cheap.count % 3 == 0:  # type: ignore[attr-defined]
+            return openai_reply(verdict("UNMET"))
+    return openai_reply(verdict("MET"))
+
+
+def strong(request: Recorded) -> Reply:
+    return openai_reply(verdict("MET"))
+
+
+async def test_the_cascade_asks_the_stronger_judge_only_what_the_first_was_unsure_of(
+    store: Store,
+) -> None:
+    cheap.count = 0  # type: ignore[attr-defined]
+    with ScriptedServer(cheap) as first, ScriptedServer(strong) as second:
+        stronger = f"openai:strong@{second.url}/v1"
+        options = {"options": {"llm": f"openai:cheap@{first.url}/v1", "llm_cache": None}}
+        async with ArtifactRegistry(store, evaluate_options=options) as registry:
+            policy = ReviewPolicy(route_confidence=0.9, escalate_to=stronger)
+            await define(registry, "reply", CASCADE, review_policy=policy)
+            reply = await registry.create("reply", "Paris, politely.", actor="bot")
+            outcome = await registry.submit_for_review(reply.id, actor="bot")
+            history = await registry.history(reply.id)
+    assert len(first.requests) == 6  # both criteria, three samples each
+    assert len(second.requests) == 3  # only `answers`, three samples
+    assert all("answers the question" in r.text for r in second.requests)
+    assert outcome.artifact.status == "approved"  # the stronger judge was sure
+    reason = history[-1].reason or ""
+    assert reason.startswith(
+        f"escalated cascade@1.0.0 answers (confidence 0.667 < 0.9 (samples)) to {stronger}"
+    )
+    assert reason.endswith("every rubric passed; auto (confident)")
+    (evaluation,) = outcome.evaluations
+    answers = evaluation.criterion("answers")
+    assert answers is not None and answers.confidence == 1.0
+    assert len(answers.llm_calls) == 6  # the cheap judge's three calls stay in the ledger
+    assert evaluation.metadata["escalation"]["to"] == stronger
