@@ -29,6 +29,7 @@ from benchmarks import (
     live_status,
     otel_overhead,
     pytest_startup,
+    ray_scale,
     rewards,
     rubric_pkg,
     scaleout,
@@ -59,6 +60,7 @@ WORKLOADS: dict[str, Runner] = {
     "otel": lambda a: otel_overhead.run(quick=a.quick),
     "pytest-startup": lambda a: pytest_startup.run(quick=a.quick),
     "trust": lambda a: trust.run(quick=a.quick),
+    "ray": lambda a: ray_scale.run(quick=a.quick),
 }
 
 # (workload, issue item, figure key, the bar as text, the test of the bar)
@@ -134,6 +136,10 @@ BARS: list[tuple[str, str, str, str, Callable[[Any], bool]]] = [
         "<= 1.3",
         lambda v: v <= 1.3,
     ),
+    # issue 32: evaluation on a Ray cluster against the 100 ms judge
+    ("ray", "32.p1", "two nodes / one (bar >= 1.8)", ">= 1.8", lambda v: v >= 1.8),
+    ("ray", "32.p2", "ray one node / local (bar >= 0.85)", ">= 0.85", lambda v: v >= 0.85),
+    ("ray", "32.p3", "same_results", "true", lambda v: v is True),
     # issue 5: storing an evaluation must not dominate the cost of making it
     ("store", "5", "sqlite_store_cost / evaluate_cost", "<= 1.0", lambda v: v <= 1.0),
     ("store", "5", "postgresql_store_cost / evaluate_cost", "<= 1.0", lambda v: v <= 1.0),

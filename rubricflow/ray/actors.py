@@ -104,7 +104,7 @@ class BatchEvaluator:
         if judge.budget is not None:
             from rubricflow.ray.budget import budget_admission, find_budget
 
-            self._gate = budget_admission(find_budget(judge.budget[0]))
+            self._gate = budget_admission(find_budget(*judge.budget))
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="rubricflow-ray-actor", daemon=True

@@ -3,8 +3,8 @@
 Every evaluation actor enters the budget around each judge call (through
 `rubricflow.llm.admission`), so sixteen actors on four machines never send more than
 the budget's `limit` calls at once, whatever each actor's own concurrency. The actor is
-named after the judge, so runs against the same judge share it while it lives; the
-first run to create it sets its limit.
+named after the judge and the limit, so runs against the same judge at the same limit
+share it while it lives.
 """
 
 from __future__ import annotations
@@ -54,9 +54,11 @@ class JudgeBudget:
         }
 
 
-def budget_name(judge: str) -> str:
-    """The budget actor's name for the judge `judge` (its spec; no secret is kept)."""
-    return "judge-budget-" + hashlib.sha256(judge.encode("utf-8")).hexdigest()[:16]
+def budget_name(judge: str, limit: int) -> str:
+    """The budget actor's name for the judge `judge` (its spec; no secret is kept in the
+    name) at `limit` calls in flight."""
+    digest = hashlib.sha256(judge.encode("utf-8")).hexdigest()[:16]
+    return f"judge-budget-{digest}-{limit}"
 
 
 #: the driver's handles on the budgets it made: a budget lives as long as its owner, so
@@ -67,7 +69,7 @@ _held: dict[str, Any] = {}
 def budget_actor(judge: str, limit: int) -> Any:
     """The cluster's budget actor for `judge`, created with `limit` if it does not exist.
     Called by the driver before any evaluation actor starts (they find it by name)."""
-    name = budget_name(judge)
+    name = budget_name(judge, limit)
     remote: Any = ray.remote(JudgeBudget)
     actor = remote.options(
         name=name,
@@ -76,13 +78,14 @@ def budget_actor(judge: str, limit: int) -> Any:
         num_cpus=0,
         max_concurrency=max(1000, 4 * limit),
     ).remote(limit)
+    ray.get(actor.figures.remote())  # registered before any evaluation actor looks it up
     _held[name] = actor
     return actor
 
 
-def find_budget(judge: str) -> Any:
-    """The budget actor the driver made for `judge` (on an evaluation actor)."""
-    return ray.get_actor(budget_name(judge), namespace=NAMESPACE)
+def find_budget(judge: str, limit: int) -> Any:
+    """The budget actor the driver made for `judge` at `limit` (on an evaluation actor)."""
+    return ray.get_actor(budget_name(judge, limit), namespace=NAMESPACE)
 
 
 def budget_admission(actor: Any) -> Admission:

@@ -87,6 +87,8 @@ def _scored(
         batch_size=batch_size,
         batch_format="pyarrow",
         num_cpus=0.5,
+        # judge-bound work: actors on every node, not packed onto the first
+        scheduling_strategy="SPREAD",
     )
 
 

@@ -1,0 +1,117 @@
+"""Issue 32, performance: evaluation on Ray against the 100 ms scripted judge.
+
+2,000 judgments (200 targets x 10 LLM criteria). Each node's actors hold at most 16 calls
+in flight (2 actors x 8), and the cluster-wide budget is 32:
+
+- one node against two (`ray start --head` and one more node process on loopback,
+  `rubricflow.ray.local.local_cluster`): bar, two nodes >= 1.8x one;
+- one Ray node against a local `evaluate_many` with the same 16 calls in flight: bar,
+  Ray >= 0.85 of local;
+- the same verdicts and scores everywhere.
+
+On one machine the "nodes" share its cores; the work is judge-bound (the judge sleeps),
+so the ratio measures how well rubricflow keeps the cluster-wide budget full.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from benchmarks.judge_server import RunningJudge
+from rubricflow import evaluate_many
+from rubricflow.model import Rubric
+
+DELAY = 0.1
+CRITERIA = 10
+TARGETS = 200
+QUICK_TARGETS = 24
+PER_ACTOR = 8
+ACTORS_PER_NODE = 2
+BUDGET = 32
+
+RUBRIC = {
+    "id": "bench-ray",
+    "criteria": [
+        {"id": f"c{i}", "description": f"The reply satisfies requirement number {i}."}
+        for i in range(CRITERIA)
+    ],
+}
+
+
+def _targets(count: int) -> list[dict[str, Any]]:
+    return [
+        {"id": f"t{i}", "content": f"Thanks for asking. This is benchmark reply number {i}."}
+        for i in range(count)
+    ]
+
+
+def _on_ray(rubric: Rubric, rows: list[dict[str, Any]], spec: str, nodes: int) -> tuple:
+    import ray.data
+
+    from rubricflow.ray import evaluate_dataset
+    from rubricflow.ray.local import local_cluster
+
+    with local_cluster(nodes=nodes):
+        context = ray.data.DataContext.get_current()
+        context.execution_options.preserve_order = True
+        context.enable_progress_bars = False
+        warm = evaluate_dataset(
+            ray.data.from_items(rows[:4]), rubric, judge=spec, concurrency=1, batch_size=2
+        )
+        warm.take_all()
+        started = time.perf_counter()
+        out = evaluate_dataset(
+            ray.data.from_items(rows),
+            rubric,
+            judge=spec,
+            concurrency=ACTORS_PER_NODE * nodes,
+            judge_concurrency=PER_ACTOR,
+            cluster_judge_limit=BUDGET,
+            batch_size=10,
+            target_concurrency=2,
+        ).take_all()
+        seconds = time.perf_counter() - started
+    return seconds, [(row["id"], row["verdict"], row["score"]) for row in out]
+
+
+async def _local(rubric: Rubric, rows: list[dict[str, Any]], spec: str) -> tuple:
+    options = {
+        "llm": spec,
+        "llm_cache": None,
+        "llm_settings": {"max_concurrency": PER_ACTOR * ACTORS_PER_NODE},
+    }
+    async for _ in evaluate_many(rubric, rows[:4], options=options):
+        pass
+    started = time.perf_counter()
+    out = [
+        e
+        async for e in evaluate_many(
+            rubric, rows, target_concurrency=PER_ACTOR * ACTORS_PER_NODE, options=options
+        )
+    ]
+    seconds = time.perf_counter() - started
+    return seconds, [(e.target_id, str(e.verdict), e.score) for e in out]
+
+
+async def run(quick: bool = False) -> dict[str, Any]:
+    rubric = Rubric.model_validate(RUBRIC)
+    rows = _targets(QUICK_TARGETS if quick else TARGETS)
+    judgments = len(rows) * CRITERIA
+    with RunningJudge(DELAY) as judge:
+        spec = f"openai:bench-judge@{judge.base_url}"
+        local_s, local = await _local(rubric, rows, spec)
+        one_s, one = await asyncio.to_thread(_on_ray, rubric, rows, spec, 1)
+        two_s, two = await asyncio.to_thread(_on_ray, rubric, rows, spec, 2)
+    return {
+        "judgments": judgments,
+        "local_s (16 in flight)": local_s,
+        "ray_one_node_s": one_s,
+        "ray_two_nodes_s": two_s,
+        "one_node_judgments_per_s": judgments / one_s,
+        "two_nodes_judgments_per_s": judgments / two_s,
+        "two nodes / one (bar >= 1.8)": one_s / two_s,
+        "ray one node / local (bar >= 0.85)": local_s / one_s,
+        "same_results": local == one == two,
+    }
