@@ -146,7 +146,7 @@ def test_bulk_decisions_ask_to_confirm_with_the_count(sqlite_dashboard: Dashboar
             data={**form, "csrf": csrf_of(page), "pick": picks[2:], "confirmed": "1"},
         )
         assert refused.status_code == 403
-    assert dashboard.status(ids[2]) == "in_review"
+    assert dashboard.status(picks[2].split(" ", 1)[1]) == "in_review"
 
 
 def test_the_artifact_page_reads_as_people_do(sqlite_dashboard: Dashboard) -> None:
