@@ -30,11 +30,11 @@ from urllib.parse import quote
 import httpx
 from pydantic import TypeAdapter
 
-from rubricflow.application import Artifact, ArtifactEvent, ArtifactType
 from rubricflow.client.problems import error_from_problem, error_from_response
 from rubricflow.client.sse import read_events
 from rubricflow.client.transport import RETRIED_ERRORS, RetryPolicy, should_retry
 from rubricflow.errors import ConfigurationError, DecisionTimeoutError, ServerError
+from rubricflow.records import Artifact, ArtifactEvent, ArtifactType
 from rubricflow.results import Evaluation, Target
 from rubricflow.settings import current, env_name
 from rubricflow.wire import (

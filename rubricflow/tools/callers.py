@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Protocol
 from rubricflow.errors import NotFoundError, PermissionDeniedError
 
 if TYPE_CHECKING:
-    from rubricflow.application import Application, Artifact
+    from rubricflow.application import Application
+    from rubricflow.records import Artifact
 
 __all__ = ["Caller", "LocalCaller", "require_readable", "require_submittable"]
 

@@ -189,7 +189,7 @@ async def evaluate_text(
                 judge,
                 plugins=application.plugins,
                 allow_import=False,
-                cache=application.store.judge_cache,
+                cache=application.judge_cache,
             )
             options = {"llm": session}
         else:
