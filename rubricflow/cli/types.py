@@ -118,6 +118,17 @@ def types_set(
         list[str] | None,
         typer.Option("--lead", help="A reviewer whose decision settles an artifact alone."),
     ] = None,
+    max_cost_per_artifact: Annotated[
+        float | None,
+        typer.Option(
+            "--max-cost-per-artifact",
+            metavar="USD",
+            min=0.0,
+            help="The most one artifact's review may spend on judge calls (needs the "
+            "judge's price); past it the remaining LLM criteria are unable_to_evaluate "
+            '("budget").',
+        ),
+    ] = None,
     db: DbOption = None,
     server: ServerOption = None,
     token: TokenOption = None,
@@ -145,6 +156,7 @@ def types_set(
         content_schema=schema,
         description=description,
         judge=judge_spec(llm, panel),
+        max_cost_per_artifact=max_cost_per_artifact,
         review_policy=ReviewPolicy(
             route_confidence=route_confidence,
             route_margin=route_margin,
@@ -187,6 +199,8 @@ def types_show(
     )
     if artifact_type.judge:
         out.print(f"  judge {escape(artifact_type.judge)}")
+    if artifact_type.max_cost_per_artifact is not None:
+        out.print(f"  max_cost_per_artifact {artifact_type.max_cost_per_artifact:g}")
     policy = artifact_type.review_policy
     if policy != type(policy)():
         shown = " ".join(f"{k}={v}" for k, v in policy.model_dump(exclude_defaults=True).items())

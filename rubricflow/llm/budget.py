@@ -16,10 +16,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from rubricflow.llm.base import Price
 
-__all__ = ["BUDGET_REASON", "CostBudget", "expected_input_tokens"]
+__all__ = ["BUDGET_REASON", "CostBudget", "capped_session", "expected_input_tokens"]
 
 BUDGET_REASON = "budget"
 _CHARS_PER_TOKEN = 4
@@ -78,3 +79,15 @@ class CostBudget:
             f"{BUDGET_REASON}: the judge call would pass {self.label} of {self.limit:g} "
             f"(spent {self.spent:.4g}); raise the limit, or judge fewer targets"
         )
+
+
+def capped_session(session: Any, budget: CostBudget) -> Any:
+    """A view of the judge session `session` (an `LLMSession`) whose calls count against
+    `budget`: the same provider, HTTP pool and cache, closed with the original (the view
+    owns nothing). A panel's members are not capped (their calls go uncounted)."""
+    view = object.__new__(type(session))
+    view.__dict__.update(session.__dict__)
+    view._owned = False
+    view._owns_cache = False
+    view.budget = budget
+    return view

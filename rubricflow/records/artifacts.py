@@ -152,6 +152,10 @@ class ArtifactType(_Checked):
     (`panel:POLICY(A | B | ...)`); None: the reviewer's (the server's or worker's) judge."""
     review_policy: ReviewPolicy = ReviewPolicy()
     """When a verdict stands and when people decide (`rubricflow types set --route-*`)."""
+    max_cost_per_artifact: float | None = Field(default=None, ge=0.0)
+    """The most one review of an artifact may spend on judge calls, at the judge's price
+    (`rubricflow types set --max-cost-per-artifact`); past it the remaining LLM criteria
+    are unable_to_evaluate with the reason "budget". None: no cap."""
 
 
 class Artifact(BaseModel):
