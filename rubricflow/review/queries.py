@@ -9,7 +9,7 @@ from datetime import datetime
 from rubricflow.errors import IllegalTransitionError, NotFoundError
 from rubricflow.results import Evaluation
 from rubricflow.review.context import ReviewContext, utcnow
-from rubricflow.review.reviewers import VOTE, blind
+from rubricflow.review.reviewers import VOTE, blind, in_blind_audit
 from rubricflow.store.artifacts import Artifact, ArtifactEvent, ArtifactType
 from rubricflow.store.evaluations import EvaluationFilter
 
@@ -64,10 +64,28 @@ class ArtifactQueries:
         return blind(events, await repository.get(artifact_id))
 
     async def evaluations(self, artifact_id: str, revision: int | None = None) -> list[Evaluation]:
-        """The stored evaluations of the artifact (one revision, or all), newest first."""
-        return await self._context.store.evaluations.query(
+        """The stored evaluations of the artifact (one revision, or all), newest first;
+        while a blind audit of its current revision waits for people, not that revision's
+        (the reviewer decides without the machine's verdict)."""
+        evaluations = self._context.store.evaluations
+        found = await evaluations.query(
             EvaluationFilter(artifact_id=artifact_id, revision=revision), limit=10_000
         )
+        if not found:
+            return found
+        repository = self._context.repository
+        artifact = await repository.get(artifact_id)
+        if revision not in (None, artifact.revision) or not artifact.awaiting_approval:
+            return found
+        if not in_blind_audit(await repository.history(artifact_id), artifact):
+            return found
+        if revision is not None:
+            return []
+        current = await evaluations.query(
+            EvaluationFilter(artifact_id=artifact_id, revision=artifact.revision), limit=10_000
+        )
+        hidden = {e.id for e in current}
+        return [e for e in found if e.id not in hidden]
 
     async def get_type(self, name: str) -> ArtifactType:
         return await self._context.repository.get_type(name)

@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rubricflow.review.routing import AUDIT_PREFIX
 from rubricflow.store.artifact_models import Artifact, ArtifactEvent, ReviewPolicy
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "VOTE",
     "Vote",
     "blind",
+    "in_blind_audit",
     "needs_votes",
     "settle",
     "summary",
@@ -111,6 +113,15 @@ def blind(events: list[ArtifactEvent], artifact: Artifact) -> list[ArtifactEvent
         event.model_copy(update={"reason": HIDDEN_VOTE}) if id(event) in pending else event
         for event in events
     ]
+
+
+def in_blind_audit(events: Sequence[ArtifactEvent], artifact: Artifact) -> bool:
+    """Whether the artifact waits for people on a blind audit (`routing.AUDIT_PREFIX`) of
+    its current revision: then nobody deciding it is shown the machine's verdict."""
+    if not artifact.awaiting_approval:
+        return False
+    routed = [e for e in events if e.revision == artifact.revision and e.trigger in _ROUTED]
+    return bool(routed) and (routed[-1].reason or "").startswith(f"{AUDIT_PREFIX}:")
 
 
 def _pending_votes(events: Sequence[ArtifactEvent], revision: int) -> list[ArtifactEvent]:

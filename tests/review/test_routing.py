@@ -94,9 +94,17 @@ async def test_audits_are_drawn_per_artifact_and_blind(registry: ArtifactRegistr
             reason = outcome.reason or ""
             assert reason.startswith("audit: drawn for a blind review (audit rate 0.5)")
             assert "passed" not in reason  # the machine's verdict is not named
+            # nor shown: its evaluations are hidden until a person decides
+            assert await registry.evaluations(artifact_id) == []
+            assert await registry.evaluations(artifact_id, 1) == []
         else:
             assert outcome.artifact.status == "approved"
     assert audited == expected
+    one = sorted(audited)[0]
+    decided = await registry.approve(one, actor="alice", reason="fine")
+    assert decided.status == "approved"
+    assert len(await registry.evaluations(one)) == 1  # shown once decided
+    assert len(await registry.evaluations(sorted(set(ids) - audited)[0])) == 1
 
 
 async def test_a_split_among_samples_routes_by_confidence(store: Store) -> None:
