@@ -261,6 +261,15 @@ class AsyncClient:
     async def get_type(self, name: str) -> ArtifactType:
         return await self._json("GET", f"/v1/types/{_segment(name)}", ArtifactType)
 
+    async def type_agreement(
+        self, name: str, *, resamples: int = 1000, seed: int = 0
+    ) -> dict[str, Any]:
+        """Agreement between the people deciding the type's artifacts (reviewers)."""
+        path = f"/v1/types/{_segment(name)}/agreement"
+        return await self._json(
+            "GET", path, dict[str, Any], params={"resamples": resamples, "seed": seed}
+        )
+
     async def set_type(
         self,
         name: str,
@@ -279,6 +288,7 @@ class AsyncClient:
                 description=definition.description,
                 judge=definition.judge,
                 review_policy=ReviewPolicyIn(**definition.review_policy.model_dump(mode="json")),
+                max_cost_per_artifact=definition.max_cost_per_artifact,
             ).model_dump(mode="json")
         elif isinstance(definition, ArtifactTypeIn):
             body = definition.model_dump(mode="json")

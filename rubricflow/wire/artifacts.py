@@ -134,6 +134,12 @@ class ArtifactTypeIn(_Body):
         default_factory=lambda: ReviewPolicyIn(),
         description="When the machine's verdict stands and when people decide",
     )
+    max_cost_per_artifact: float | None = Field(
+        default=None,
+        ge=0.0,
+        description="The most one artifact's review may spend on judge calls, at the judge's "
+        'price; past it the remaining LLM criteria are unable_to_evaluate ("budget")',
+    )
 
     def to_type(self, name: str) -> ArtifactType:
         return ArtifactType(
@@ -149,6 +155,7 @@ class ArtifactTypeIn(_Body):
             description=self.description,
             judge=self.judge,
             review_policy=self.review_policy.to_policy(),
+            max_cost_per_artifact=self.max_cost_per_artifact,
         )
 
 
