@@ -2,7 +2,8 @@
 server's routes declare (they make its OpenAPI document) and the client parses answers
 with. Below the faces, so the server and the client share them without importing each
 other. The records the store hands back (`Artifact`, `ArtifactEvent`, `ArtifactType`,
-`Evaluation`, `Rubric`) travel as they are."""
+`Evaluation`, `Rubric`) travel as they are; they live below the store
+(`rubricflow.records`, `results`, `model`), so no wire model imports the store."""
 
 from __future__ import annotations
 
