@@ -79,25 +79,20 @@ def _coloured(text: str, value: float | None) -> str:
     return f"[{'green' if value > 0 else 'red'}]{text}[/]"
 
 
-async def _runs(
-    core: Core, specs: list[str], db: str | None, *, artifact: str | None = None
-) -> list[RunData]:
-    """The runs `specs` name: results files are read by the store-less core; stored runs
-    (ids, `latest`) and an `artifact`'s evaluations come from the store at `db`, which
-    must exist (a report only reads)."""
+async def _runs(core: Core, specs: list[str], db: str | None) -> list[RunData]:
+    """The runs `specs` name, for `compare`: results files are read by the store-less
+    core; stored runs (ids, `latest`) come from the store at `db`, which must exist (a
+    comparison only reads)."""
     from rubricflow.application import Application
     from rubricflow.report.sources import STORED_RUN_REMEDY
 
     found = [await core.read_run(spec) for spec in specs]
-    if artifact is None and all(run is not None for run in found):
+    if all(run is not None for run in found):
         return [run for run in found if run is not None]
     async with await Application.open(
         db, existing=True, remedy=STORED_RUN_REMEDY, settings=core.settings
     ) as app:
-        runs = [run or await app.run(spec) for run, spec in zip(found, specs, strict=True)]
-        if artifact is not None:
-            runs.append(await app.artifact_run(artifact))
-    return runs
+        return [run or await app.run(spec) for run, spec in zip(found, specs, strict=True)]
 
 
 async def _report_run(

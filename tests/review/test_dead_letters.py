@@ -1,5 +1,5 @@
 """Dead letters: a review that fails N times in a row (default 3) leaves the queue as
-`dead_lettered`, is listed (`dead_letters()`, `artifacts list --dead-letter`) and waits
+`dead_lettered`, is listed (`list_artifacts(status=...)`, `artifacts list --dead-letter`) and waits
 for a person's `retry`; failures are errors, incomplete evaluations and expired leases
 alike, so a poison artifact never loops through leases forever."""
 
