@@ -512,6 +512,9 @@ class ArtifactsAPI(Protocol):
     async def list_types(self) -> builtins.list[ArtifactType]: ...
     async def get_type(self, name: str) -> ArtifactType: ...
     async def set_type(self, name: str, definition: ArtifactType) -> ArtifactType: ...
+    async def type_agreement(
+        self, name: str, *, resamples: int = 1000, seed: int = 0
+    ) -> dict[str, Any]: ...
     async def create(
         self,
         type: str,
@@ -570,6 +573,15 @@ class LocalArtifacts:
 
     async def set_type(self, name: str, definition: ArtifactType) -> ArtifactType:
         return await self._artifacts.set_type(definition.model_copy(update={"name": name}))
+
+    async def type_agreement(
+        self, name: str, *, resamples: int = 1000, seed: int = 0
+    ) -> dict[str, Any]:
+        """People's agreement on the type's artifacts (`Application.reviewer_agreement`)."""
+        from rubricflow.review.agreement import reviewer_agreement
+
+        found = await reviewer_agreement(self._artifacts, name, resamples=resamples, seed=seed)
+        return found.to_dict()
 
     async def create(
         self,

@@ -205,3 +205,24 @@ def test_the_api_shows_agreement_and_hides_open_votes(
         shown = client.get("/v1/artifacts/open").json()
         assert "no" not in (shown["last_reason"] or "").split()
         assert client.get("/v1/types/nope/agreement").status_code == 404
+
+
+async def test_types_agreement_shows_it_at_the_cli(registry: ArtifactRegistry, db_url: str) -> None:
+    import asyncio
+    import json
+
+    from typer.testing import CliRunner
+
+    from rubricflow.cli import app as cli_app
+
+    await _decided(registry)
+    args = ["types", "agreement", "doc", "--db", db_url, "--resamples", "50"]
+    # the CLI runs its own event loop: in a thread beside this test's
+    shown = await asyncio.to_thread(CliRunner().invoke, cli_app, [*args, "--json"])
+    assert shown.exit_code == 0, shown.output
+    document = json.loads(shown.stdout)
+    assert (document["overall"]["statistic"], document["overall"]["units"]) == ("cohen_kappa", 6)
+    text = await asyncio.to_thread(CliRunner().invoke, cli_app, args)
+    assert text.exit_code == 0, text.output
+    assert "overall: kappa" in text.stdout and "4 of 6 unanimous" in text.stdout
+    assert "scored:score: kappa undefined" in text.stdout  # everyone agreed with the judge
