@@ -194,3 +194,69 @@ async def test_the_cascade_asks_the_stronger_judge_only_what_the_first_was_unsur
     assert answers is not None and answers.confidence == 1.0
     assert len(answers.llm_calls) == 6  # the cheap judge's three calls stay in the ledger
     assert evaluation.metadata["escalation"]["to"] == stronger
+
+
+async def test_types_set_takes_the_policy_options(registry: ArtifactRegistry, db_url: str) -> None:
+    import asyncio
+    import json
+
+    from typer.testing import CliRunner
+
+    from rubricflow.cli import app as cli_app
+
+    await registry.store.rubrics.register(SCORED)
+    args = ["types", "set", "doc", "--rubric", "scored", "--db", db_url, "--json"]
+    args += ["--route-confidence", "0.8", "--route-margin", "0.05", "--audit-rate", "0.1"]
+    args += ["--audit-seed", "4", "--escalate-to", "openai:strong@http://127.0.0.1:9/v1"]
+    args += ["--reviewers", "2", "--lead", "lee"]
+    done = await asyncio.to_thread(CliRunner().invoke, cli_app, args)
+    assert done.exit_code == 0, done.output
+    expected = ReviewPolicy(
+        route_confidence=0.8,
+        route_margin=0.05,
+        audit_rate=0.1,
+        audit_seed=4,
+        escalate_to="openai:strong@http://127.0.0.1:9/v1",
+        reviewers=2,
+        leads=("lee",),
+    )
+    assert json.loads(done.stdout)["review_policy"] == expected.model_dump(mode="json")
+    assert (await registry.get_type("doc")).review_policy == expected
+    shown = await asyncio.to_thread(
+        CliRunner().invoke, cli_app, ["types", "show", "doc", "--db", db_url]
+    )
+    assert "review policy route_confidence=0.8" in shown.stdout
+    bad = await asyncio.to_thread(CliRunner().invoke, cli_app, [*args[:7], "--audit-rate", "2"])
+    assert bad.exit_code == 2 and "--audit-rate" in bad.output
+
+
+def test_the_api_sets_the_policy(sqlite_url: str) -> None:
+    from fastapi.testclient import TestClient
+
+    from rubricflow.server import ServerSettings, create_app
+    from rubricflow.store import Store
+
+    async def seed() -> None:
+        async with await Store.open(sqlite_url) as store:
+            await store.rubrics.register(SCORED)
+
+    import asyncio
+
+    asyncio.run(seed())
+    settings = ServerSettings(
+        db=sqlite_url, auth=False, review_workers=0, webhooks=False, access_log=False
+    )
+    body = {
+        "rubrics": [{"rubric_id": "scored"}],
+        "review_policy": {"route_margin": 0.1, "reviewers": 3, "leads": ["lee"]},
+    }
+    with TestClient(create_app(settings)) as client:
+        done = client.put("/v1/types/doc", json=body)
+        assert done.status_code == 200, done.text
+        policy = client.get("/v1/types/doc").json()["review_policy"]
+        assert (policy["route_margin"], policy["reviewers"], policy["leads"]) == (0.1, 3, ["lee"])
+        wrong = client.put("/v1/types/doc", json={**body, "review_policy": {"reviewers": 0}})
+        assert wrong.status_code == 422
+        judge = {"review_policy": {"escalate_to": "openai:other@http://10.0.0.1/v1"}}
+        refused = client.put("/v1/types/doc", json={**body, **judge})
+        assert refused.status_code in (403, 422), refused.text
