@@ -28,6 +28,7 @@ __all__ = [
     "VOTE",
     "Vote",
     "blind",
+    "hide_vote",
     "in_blind_audit",
     "needs_votes",
     "settle",
@@ -113,6 +114,12 @@ def blind(events: list[ArtifactEvent], artifact: Artifact) -> list[ArtifactEvent
         event.model_copy(update={"reason": HIDDEN_VOTE}) if id(event) in pending else event
         for event in events
     ]
+
+
+def hide_vote(event: ArtifactEvent) -> ArtifactEvent:
+    """`event`, its reason hidden when it is a vote (for live streams, which cannot tell
+    whether the decision it belongs to is still open)."""
+    return event.model_copy(update={"reason": HIDDEN_VOTE}) if event.trigger == VOTE else event
 
 
 def in_blind_audit(events: Sequence[ArtifactEvent], artifact: Artifact) -> bool:

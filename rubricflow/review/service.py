@@ -36,6 +36,7 @@ from rubricflow.review.context import (
 from rubricflow.review.events import LiveStatus
 from rubricflow.review.lifecycle import Lifecycle, max_failures_setting
 from rubricflow.review.queries import ArtifactQueries
+from rubricflow.review.reviewers import hide_vote
 from rubricflow.review.reviewing import Reviewer, ReviewOutcome
 from rubricflow.review.submission import ArtifactSubmitter
 from rubricflow.store import Store
@@ -204,15 +205,23 @@ class ArtifactRegistry:
     ) -> ArtifactEvent | None:
         """The artifact's first event after event `after` (the artifact's `version` you
         hold), waiting up to `timeout` seconds for another process or this one to commit
-        it; None when nothing changed in time. For long polls."""
-        return await self.live.wait_for_change(artifact_id, after=after, timeout=timeout)
+        it; None when nothing changed in time. For long polls. A vote's reason is hidden
+        (`reviewers.hide_vote`): the history shows it once the artifact is settled."""
+        event = await self.live.wait_for_change(artifact_id, after=after, timeout=timeout)
+        return hide_vote(event) if event is not None else None
 
-    def events(
+    async def events(
         self, artifact_id: str, *, after_seq: int = 0
     ) -> AsyncGenerator[ArtifactEvent, None]:
         """The artifact's events after `after_seq`: the stored ones first, then each new one
-        as it commits, without end (close the iterator when done). For event streams."""
-        return self.live.events(artifact_id, after_seq=after_seq)
+        as it commits, without end (close the iterator when done). For event streams.
+        Votes' reasons are hidden, as in `wait_for_change`."""
+        stream = self.live.events(artifact_id, after_seq=after_seq)
+        try:
+            async for event in stream:
+                yield hide_vote(event)
+        finally:
+            await stream.aclose()
 
     async def evaluations(
         self, artifact_id: str, revision: int | None = None

@@ -226,3 +226,15 @@ async def test_types_agreement_shows_it_at_the_cli(registry: ArtifactRegistry, d
     assert text.exit_code == 0, text.output
     assert "overall: kappa" in text.stdout and "4 of 6 unanimous" in text.stdout
     assert "scored:score: kappa undefined" in text.stdout  # everyone agreed with the judge
+
+
+async def test_live_streams_hide_votes(registry: ArtifactRegistry) -> None:
+    await routed(registry, "a1", reviewers=2)
+    version = (await registry.get("a1")).version
+    await registry.approve("a1", actor="alice", reason="secret opinion")
+    event = await registry.wait_for_change("a1", after=version, timeout=5)
+    assert event is not None and (event.trigger, event.reason) == ("vote", HIDDEN_VOTE)
+    stream = registry.events("a1", after_seq=version)
+    streamed = await anext(stream)
+    await stream.aclose()
+    assert (streamed.trigger, streamed.reason) == ("vote", HIDDEN_VOTE)
