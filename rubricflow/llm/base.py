@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
+from rubricflow.conversation import ImagePart
 from rubricflow.errors import ConfigurationError, RubricflowError
 from rubricflow.llm.admission import admitted
 from rubricflow.results import CallOutcome
@@ -256,6 +257,8 @@ class ProviderRequest:
     schema_name: str = "answer"
     max_tokens: int = 1024
     temperature: float | None = 0.0
+    images: tuple[ImagePart, ...] = ()
+    """Images sent with the first user message, in the provider's own wire format."""
 
     @property
     def system(self) -> str:
@@ -299,6 +302,11 @@ class LLMProvider(ABC):
 
     kind: ClassVar[str] = "provider"
     structured_feature: ClassVar[str] = "none"
+    vision: bool | None = None
+    """Whether the judge sees images: True or False as its spec says (`vision: true`,
+    `--judge-vision`), None to recognise well-known vision models by name."""
+    accepts_images: ClassVar[bool] = False
+    """Whether this provider sends images on the wire (OpenAI, Anthropic, Ollama do)."""
 
     def __init__(self, model: str, *, settings: ProviderSettings | None = None) -> None:
         self.model = model

@@ -59,6 +59,7 @@ from rubricflow.llm.prompts import (
     template_identity,
 )
 from rubricflow.llm.session import Answer, LLMSession, Question, Reading
+from rubricflow.llm.transcript import target_images
 from rubricflow.model import Criterion, Rubric, parse_rubric
 from rubricflow.results import CriterionResult, LLMCall, Target, exact_number
 from rubricflow.scoring import ScoringContext, error_result, result_from_value, scored_result
@@ -240,6 +241,7 @@ async def judge_verdict(
         rubric_hash=context.rubric.content_hash,
         criterion_ids=(criterion.id,),
         max_tokens=max_tokens,
+        images=target_images(target),
         about=question_about(context.rubric, target, (criterion.id,), template_identity("verdict")),
     )
     ballots = await ask_all(session, question, samples, temperature)
@@ -448,6 +450,7 @@ class _OneshotAsk:
             rubric_hash=context.rubric.content_hash,
             criterion_ids=tuple(ids),
             max_tokens=self.max_tokens or _oneshot_tokens(session, len(ids)),
+            images=target_images(self.target),
             about=question_about(context.rubric, self.target, ids, template_identity("oneshot")),
         )
         ballots = await ask_all(session, question, self.samples, self.temperature)
@@ -655,6 +658,7 @@ async def judge_level(
         rubric_hash=context.rubric.content_hash,
         criterion_ids=(criterion.id,),
         max_tokens=max_tokens,
+        images=target_images(target),
         about=question_about(context.rubric, target, (criterion.id,), template_identity("level")),
     )
     ballots = await ask_all(session, question, samples, temperature)
@@ -922,6 +926,7 @@ async def judge_score(
             rubric_hash=context.rubric.content_hash,
             criterion_ids=(criterion.id,),
             max_tokens=max_tokens,
+            images=target_images(target),
             about=question_about(
                 context.rubric,
                 target,

@@ -21,6 +21,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from rubricflow.llm.answers import escape_delimiters
 from rubricflow.llm.sandbox import BudgetedSandbox, PromptError, TemplateBudget, TemplateBudgetError
+from rubricflow.llm.transcript import judged_text
 from rubricflow.model import Criterion, Limits, Rubric
 from rubricflow.results import Target
 
@@ -234,7 +235,7 @@ def build_prompt(
         "user_target.j2",
         query=query,
         reference=reference,
-        content=target.text,
+        content=judged_text(target),
         content_rendered=content_rendered,
     )
     return system, _tidy(head + middle + tail)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import rubricflow.instrumentation as instrumentation
+from rubricflow.conversation import ImagePart
 from rubricflow.errors import ConfigurationError, RubricflowError
 from rubricflow.instrumentation import JudgeCall
 from rubricflow.llm.answers import AnswerError
@@ -46,6 +47,7 @@ from rubricflow.llm.budget import CostBudget, expected_input_tokens
 from rubricflow.llm.cache import JudgeCache, SQLiteJudgeCache, cache_key, default_cache
 from rubricflow.llm.panel import Panel, as_panel
 from rubricflow.llm.secrets import scrubber_of
+from rubricflow.llm.transcript import blind_refusal, image_digests
 from rubricflow.results import CallOutcome, LLMCall, canonical_json
 
 if TYPE_CHECKING:
@@ -123,6 +125,9 @@ class Question:
     temperature: float | None = None
     max_tokens: int | None = None
     reask_text: Callable[[str], str] | None = None
+    images: tuple[ImagePart, ...] = ()
+    """Images of the content, sent beside the prompt to a judge that sees them (their
+    digests enter the cache key)."""
     about: Mapping[str, Any] | None = None
     """What the question is about, for people and for replay (not part of the cache key):
     rubric id, version and hash, criteria, target, prompt template name and hash. Stored
@@ -393,6 +398,10 @@ class LLMSession:
             return answer
         if self.panel is not None:
             return await self.members()[0].ask(question)
+        refusal = blind_refusal(provider, question.images)
+        if refusal is not None:
+            answer.error = refusal
+            return answer
         settings = provider.settings
         temperature = (
             question.temperature if question.temperature is not None else settings.temperature
@@ -405,6 +414,7 @@ class LLMSession:
             "reasoning_max_chars": settings.reasoning_max_chars,
             # only when asked, so answers cached without log-probabilities keep their keys
             **({"logprobs": True} if settings.logprobs else {}),
+            **({"images": image_digests(question.images)} if question.images else {}),
         }
         messages = question.messages()
         loop = asyncio.get_running_loop()
@@ -437,6 +447,7 @@ class LLMSession:
                 schema_name=question.schema_name,
                 max_tokens=max_tokens,
                 temperature=temperature,
+                images=question.images,
             )
             sent = await self._paid_transport(
                 provider, request, question, prompt_hash, answer, attempt, deadline

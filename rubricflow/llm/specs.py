@@ -202,6 +202,9 @@ def create_provider(
         )
     prefix, model, base_url = parse_spec(text)
     _refuse_key_in_spec(prefix, model)
+    vision = options.pop("vision", None)  # whether the judge sees images, for every provider
+    if vision is not None and not isinstance(vision, bool):
+        raise ConfigurationError(f"the judge option vision is true or false, got {vision!r}")
     if plugins is None:
         from rubricflow.plugins import default_plugins
 
@@ -239,6 +242,8 @@ def create_provider(
             f"LLM provider factory {prefix!r} returned {type(provider).__name__}, "
             "not an LLMProvider"
         )
+    if vision is not None:
+        provider.vision = vision
     return provider
 
 

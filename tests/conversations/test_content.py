@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from image_bytes import data_url, gif, jpeg, png, webp
 
 from rubricflow.conversation import (
     ConversationBounds,
@@ -17,8 +18,6 @@ from rubricflow.conversation import (
     read_conversation,
 )
 from rubricflow.errors import ConfigurationError, ContentBoundsError
-
-from .images import data_url, gif, jpeg, png, webp
 
 OPENAI = [
     {"role": "system", "content": "You are a travel agent."},

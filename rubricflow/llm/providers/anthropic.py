@@ -17,6 +17,7 @@ from rubricflow.llm.base import (
     schema_with_reasoning_limit,
 )
 from rubricflow.llm.http import HTTPProvider
+from rubricflow.llm.providers.images import with_images
 
 __all__ = ["ANTHROPIC_VERSION", "DEFAULT_ANTHROPIC_URL", "AnthropicProvider"]
 
@@ -27,6 +28,7 @@ TOOL_NAME = "submit_answer"
 
 class AnthropicProvider(HTTPProvider):
     kind = "anthropic"
+    accepts_images = True
     structured_feature = "forced tool use"
 
     def __init__(
@@ -53,7 +55,9 @@ class AnthropicProvider(HTTPProvider):
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": request.max_tokens,
-            "messages": [dict(m) for m in request.conversation],
+            "messages": with_images(
+                [dict(m) for m in request.conversation], request.images, "anthropic"
+            ),
         }
         if request.system:
             body["system"] = request.system

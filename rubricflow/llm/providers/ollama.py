@@ -16,6 +16,7 @@ from rubricflow.llm.base import (
     schema_with_reasoning_limit,
 )
 from rubricflow.llm.http import HTTPProvider
+from rubricflow.llm.providers.images import with_images
 from rubricflow.settings import env_name
 
 __all__ = ["DEFAULT_OLLAMA_URL", "OllamaProvider"]
@@ -25,6 +26,7 @@ DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
 
 class OllamaProvider(HTTPProvider):
     kind = "ollama"
+    accepts_images = True
     structured_feature = "format (JSON Schema)"
 
     def __init__(
@@ -53,7 +55,7 @@ class OllamaProvider(HTTPProvider):
             options["temperature"] = request.temperature
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [dict(m) for m in request.messages],
+            "messages": with_images([dict(m) for m in request.messages], request.images, "ollama"),
             "stream": False,
             "options": options,
         }

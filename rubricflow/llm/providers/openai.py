@@ -22,6 +22,7 @@ from rubricflow.llm.base import (
     schema_with_reasoning_limit,
 )
 from rubricflow.llm.http import HTTPProvider
+from rubricflow.llm.providers.images import with_images
 
 __all__ = ["DEFAULT_OPENAI_URL", "OpenAIProvider"]
 
@@ -32,6 +33,7 @@ _DOWNGRADE: dict[str, StructuredMode] = {"json_schema": "json_object", "json_obj
 
 class OpenAIProvider(HTTPProvider):
     kind = "openai"
+    accepts_images = True
     structured_feature = "response_format json_schema"
 
     def __init__(
@@ -72,7 +74,7 @@ class OpenAIProvider(HTTPProvider):
     def payload(self, request: ProviderRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [dict(m) for m in request.messages],
+            "messages": with_images([dict(m) for m in request.messages], request.images, "openai"),
             self._tokens_field: request.max_tokens,
         }
         if request.temperature is not None and self._send_temperature:
