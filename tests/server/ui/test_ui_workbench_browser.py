@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
@@ -161,3 +162,42 @@ def test_the_queue_says_offline_and_catches_up(
         again.wait()
     tab.errors.clear()  # Chromium logs the refused connections while the server is down
     assert not tab.dialogs
+
+
+#: axe-core, vendored for the tests only (MPL-2.0, its licence beside it)
+AXE = Path(__file__).with_name("vendor") / "axe-core-4.10.3.min.js"
+
+
+def serious_violations(page: Any) -> list[str]:
+    """axe-core's serious and critical violations on the page, as 'rule: target'."""
+    page.add_script_tag(path=str(AXE))
+    found = page.evaluate(
+        "async () => (await axe.run(document)).violations"
+        ".filter(v => v.impact === 'serious' || v.impact === 'critical')"
+        ".map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).join(', '))"
+    )
+    return list(found)
+
+
+def test_axe_and_no_sideways_scroll_at_both_viewports(
+    sqlite_dashboard: Dashboard, browser: Any
+) -> None:
+    dashboard = sqlite_dashboard
+    artifact_id = dashboard.submit("a forbidden word " * 40, actor="bob", title="A long one")
+    for width, height in ((1440, 900), (390, 844)):
+        # the page's CSP allows no injected script: bypassed for axe alone
+        context = browser.new_context(viewport={"width": width, "height": height}, bypass_csp=True)
+        context.set_default_timeout(WAIT_MS)
+        try:
+            tab = Tab(context.new_page())
+            sign_in(tab, dashboard, "alice")
+            page = tab.page
+            for path in ("/ui/queue", f"/ui/artifacts/{artifact_id}"):
+                page.goto(f"{dashboard.url}{path}")
+                page.wait_for_selector("body[data-workbench=ready]")
+                assert serious_violations(page) == [], (width, path)
+                if width < 500:
+                    wide = page.evaluate("document.documentElement.scrollWidth")
+                    assert wide <= width, (path, wide)
+        finally:
+            context.close()
