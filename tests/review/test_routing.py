@@ -4,6 +4,8 @@ judges served over HTTP by the scripted server."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from llm.scripted import Recorded, Reply, ScriptedServer, openai_reply, verdict
 
@@ -260,3 +262,41 @@ def test_the_api_sets_the_policy(sqlite_url: str) -> None:
         judge = {"review_policy": {"escalate_to": "openai:other@http://10.0.0.1/v1"}}
         refused = client.put("/v1/types/doc", json={**body, **judge})
         assert refused.status_code in (403, 422), refused.text
+
+
+JUDGED = parse_rubric(
+    {
+        "id": "judged",
+        "criteria": [
+            {
+                "id": "answers",
+                "description": "The reply answers the question",
+                "scoring": {"method": "llm_verdict"},
+            }
+        ],
+    }
+)
+
+
+def says(answer: str) -> Callable[[Recorded], Reply]:
+    return lambda request: openai_reply(verdict(answer))
+
+
+async def test_a_panel_split_routes(store: Store) -> None:
+    with (
+        ScriptedServer(says("MET")) as a,
+        ScriptedServer(says("MET")) as b,
+        ScriptedServer(says("UNMET")) as c,
+    ):
+        judges = " | ".join(f"openai:j{n}@{s.url}/v1" for n, s in enumerate((a, b, c)))
+        panel = f"panel:majority({judges})"
+        async with ArtifactRegistry(store, evaluate_options={"options": {"llm_cache": None}}) as (
+            registry
+        ):
+            # a margin rule is on (and far from firing): the split alone routes
+            policy = ReviewPolicy(route_margin=0.01)
+            await define(registry, "reply", JUDGED, judge=panel, review_policy=policy)
+            reply = await registry.create("reply", "Paris.", actor="bot")
+            outcome = await registry.submit_for_review(reply.id, actor="bot")
+    assert outcome.artifact.awaiting_approval
+    assert "judged@1.0.0 answers: the judge panel split (agreement 0.667)" in (outcome.reason or "")
