@@ -22,6 +22,7 @@ from rubricflow.cli.shared import (
     ConcurrencyOption,
     FormatOption,
     JudgeConcurrencyOption,
+    JudgeVisionOption,
     NoCacheOption,
     RubricIdOption,
     SamplesOption,
@@ -548,6 +549,7 @@ def eval_command(
     ] = False,
     concurrency: ConcurrencyOption = None,
     judge_concurrency: JudgeConcurrencyOption = None,
+    judge_vision: JudgeVisionOption = False,
     targets_in_flight: Annotated[
         int | None, typer.Option("--targets-in-flight", min=1, help=TargetsInFlightHelp)
     ] = None,
@@ -703,6 +705,7 @@ def eval_command(
         no_cache=no_cache,
         feedback=llm_feedback,
         judge_concurrency=judge_concurrency,
+        judge_vision=judge_vision,
     )
     if estimate:
         _print_estimate(cases.pairs, judge, plugins, concurrency, allow_import, samples)

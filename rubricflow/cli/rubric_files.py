@@ -148,8 +148,23 @@ def convert_command(
     err.print(f"wrote {len(loaded.rubrics)} rubric(s) to {escape(str(output))}")
 
 
-def schema_command() -> None:
-    """Print the JSON Schema of the native rubric format."""
+def schema_command(
+    content: Annotated[
+        bool,
+        typer.Option(
+            "--content",
+            help="Print the JSON Schemas of typed content instead: a conversation, a "
+            "message and an image.",
+        ),
+    ] = False,
+) -> None:
+    """Print the JSON Schema of the native rubric format (or, with --content, of typed
+    content)."""
+    if content:
+        from rubricflow.conversation import content_schemas
+
+        sys.stdout.write(json.dumps(content_schemas(), indent=2) + "\n")
+        return
     from rubricflow.schema import rubric_json_schema
 
     sys.stdout.write(json.dumps(rubric_json_schema(), indent=2) + "\n")

@@ -347,17 +347,23 @@ def judge_session(
     no_cache: bool,
     feedback: bool,
     judge_concurrency: int | None = None,
+    judge_vision: bool = False,
 ) -> LLMSession:
     """The judge session for `eval` and `calibrate`; exits 2 with a clear message when the
     rubric needs a judge (or --llm names one) that cannot be set up. `judge_concurrency`
-    (`--judge-concurrency`) bounds the requests in flight, over the environment's."""
+    (`--judge-concurrency`) bounds the requests in flight, over the environment's;
+    `judge_vision` (`--judge-vision`) says the judge sees images."""
     from rubricflow.llm.session import LLMSession
 
     session = LLMSession(
         spec,
         plugins=plugins,
         allow_import=allow_import,
-        settings=None if judge_concurrency is None else {"max_concurrency": judge_concurrency},
+        settings={
+            **({} if judge_concurrency is None else {"max_concurrency": judge_concurrency}),
+            **({"vision": True} if judge_vision else {}),
+        }
+        or None,
         cache=None if no_cache else "default",
     )
     judged = needs_judge(rubric, plugins)
@@ -438,6 +444,14 @@ ConcurrencyOption = Annotated[
         "-c",
         min=1,
         help="Criteria scored at once per target (default: all its LLM criteria, at least 8).",
+    ),
+]
+JudgeVisionOption = Annotated[
+    bool,
+    typer.Option(
+        "--judge-vision",
+        help="The judge sees images (well-known vision models are recognised by name); "
+        "without it, criteria over content with images are unable_to_evaluate.",
     ),
 ]
 JudgeConcurrencyOption = Annotated[

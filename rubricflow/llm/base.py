@@ -198,6 +198,8 @@ class ProviderSettings:
     reask: int = 1
     price: Price | None = None
     logprobs: bool = False
+    vision: bool | None = None
+    """Whether the judge sees images (`--judge-vision`); None: known by its model name."""
     """Ask for the answer's token log-probabilities (OpenAI-compatible servers), from which
     a single answer's confidence is read (`rubricflow.llm.logprobs`)."""
 

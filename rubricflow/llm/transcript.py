@@ -146,7 +146,8 @@ def blind_refusal(provider: LLMProvider, images: tuple[ImagePart, ...]) -> str |
             f"the content holds {len(images)} image(s) and judge {provider.label} cannot be "
             "sent images (use an OpenAI-compatible, Anthropic or Ollama judge that sees them)"
         )
-    if not sees_images(provider.model, provider.vision):
+    vision = provider.vision if provider.vision is not None else provider.settings.vision
+    if not sees_images(provider.model, vision):
         return (
             f"the content holds {len(images)} image(s) and judge {provider.label} is not "
             "known to see images; if it does, say so with --judge-vision (vision: true in its "

@@ -228,3 +228,13 @@ def test_schemas_are_published() -> None:
         "image/webp",
         "image/gif",
     ]
+
+
+def test_rubricflow_schema_content_prints_the_shapes() -> None:
+    from typer.testing import CliRunner
+
+    from rubricflow.cli import app
+
+    result = CliRunner().invoke(app, ["schema", "--content"])
+    assert result.exit_code == 0, result.output
+    assert set(json.loads(result.stdout)) == {"conversation", "message", "image"}

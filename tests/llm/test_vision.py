@@ -154,3 +154,13 @@ def test_long_transcripts_lose_their_middle_and_say_so() -> None:
 def test_well_known_vision_models(model: str, sees: bool) -> None:
     assert sees_images(model, None) is sees
     assert sees_images(model, not sees) is not sees
+
+
+async def test_judge_vision_setting_says_a_judge_sees_images(server: ScriptedServer) -> None:
+    """`--judge-vision` sets the session's `vision` setting."""
+    server.queue(openai_reply(verdict("MET")))
+    async with LLMSession(
+        f"openai:judge@{server.url}/v1", settings=fast(vision=True), cache=None
+    ) as session:
+        evaluation = await evaluate(ALT, {"content": POST}, options={"llm": session})
+    assert evaluation.criteria[0].verdict == "MET"
