@@ -83,6 +83,16 @@ def _latest(evaluations: Sequence[Evaluation]) -> list[Evaluation]:
     return list(seen.values())
 
 
+def _marked_at(round_: list[ArtifactEvent], index: int) -> tuple[int, ...]:
+    """The events a reviewer's marks on this decision are stored against: its own, and,
+    for the vote that settled the round (its last member, a vote), the settled decision
+    written right after it (the dashboard marks the decision it finds last)."""
+    event = round_[index]
+    if index == len(round_) - 1 and event.trigger == VOTE:
+        return (event.seq, event.seq + 1)
+    return (event.seq,)
+
+
 async def _criterion_units(
     registry: ArtifactRegistry,
     labels: JudgeLabels,
@@ -100,9 +110,13 @@ async def _criterion_units(
                 key = f"{evaluation.rubric_id}:{result.criterion_id}"
                 unit = [
                     "pass"
-                    if result.passed != ((e.seq, evaluation.id, result.criterion_id) in wrong)
+                    if result.passed
+                    != any(
+                        (seq, evaluation.id, result.criterion_id) in wrong
+                        for seq in _marked_at(round_, index)
+                    )
                     else "fail"
-                    for e in round_
+                    for index in range(len(round_))
                 ]
                 into.setdefault(key, []).append(unit)
 

@@ -238,3 +238,31 @@ async def test_live_streams_hide_votes(registry: ArtifactRegistry) -> None:
     streamed = await anext(stream)
     await stream.aclose()
     assert (streamed.trigger, streamed.reason) == ("vote", HIDDEN_VOTE)
+
+
+async def test_per_criterion_labels_follow_each_reviewer_s_marks(
+    registry: ArtifactRegistry,
+) -> None:
+    from sklearn.metrics import cohen_kappa_score
+
+    from rubricflow.application import Application
+
+    await _decided(registry)
+    application = Application(registry.store)
+    labels = application.judge_labels
+    # bob settled a0 (his vote, then the approval): the dashboard marks the approval
+    a0 = await registry.history("a0")
+    (evaluation,) = await registry.evaluations("a0", 1)
+    assert (a0[-1].trigger, a0[-1].actor) == ("approve", "bob")
+    await labels.correct("a0", a0[-1].seq, [(evaluation.id, "score")], actor="bob")
+    # alice's vote on a1 is the first of its round
+    a1 = await registry.history("a1")
+    vote = next(e for e in a1 if e.trigger == "vote" and e.actor == "alice")
+    (evaluation,) = await registry.evaluations("a1", 1)
+    await labels.correct("a1", vote.seq, [(evaluation.id, "score")], actor="alice")
+
+    found = (await application.reviewer_agreement("doc", resamples=50)).criteria["scored:score"]
+    assert (found.units, found.agreeing) == (6, 4)
+    first = ["pass", "fail", "pass", "pass", "pass", "pass"]
+    second = ["fail", "pass", "pass", "pass", "pass", "pass"]
+    assert found.value == pytest.approx(cohen_kappa_score(first, second), abs=1e-9)
