@@ -50,6 +50,13 @@ DOCUMENTED_FUNCTIONS: dict[str, tuple[set[str], set[str]]] = {
     "no_email_addresses": (set(), set()),
     "no_phone_numbers": (set(), set()),
     "no_secrets": (set(), set()),
+    # trajectory checks (docs/conversations.md)
+    "trajectory.tool_used": ({"name"}, {"min", "max"}),
+    "trajectory.tool_not_used": ({"names"}, set()),
+    "trajectory.tool_args": ({"name"}, {"schema", "partial"}),
+    "trajectory.tool_sequence": ({"expected"}, {"mode"}),
+    "trajectory.step_count": ({"max"}, {"min"}),
+    "trajectory.final_answer_follows_tools": (set(), set()),
 }
 KNOWN_METHODS = {
     "llm",
