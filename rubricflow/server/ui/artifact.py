@@ -279,6 +279,24 @@ def _for_people(reason: str, *, retry: bool) -> str:
     return _RETRY_COMMAND.sub("press Retry the review below", reason)
 
 
+@router.get("/artifacts/{artifact_id}/content", summary="An artifact's whole content")
+async def artifact_content(request: Request, viewer: Viewer, artifact_id: _ArtifactId) -> Response:
+    """The current revision's content in full, as a download (the page cuts a long one):
+    text as text, anything else as JSON."""
+    application: Application = request.app.state.application
+    artifact = await readable_artifact(application, viewer.principal, artifact_id)
+    text = isinstance(artifact.content, str)
+    name = f"artifact-revision-{artifact.revision}.{'txt' if text else 'json'}"
+    return Response(
+        content_text(artifact.content).encode("utf-8"),
+        media_type="text/plain; charset=utf-8" if text else "application/json",
+        headers={
+            "Content-Disposition": f'attachment; filename="{name}"',
+            "Cache-Control": "no-store",
+        },
+    )
+
+
 @router.get("/artifacts/{artifact_id}/version", summary="An artifact's version (live page)")
 async def artifact_version(request: Request, viewer: Viewer, artifact_id: _ArtifactId) -> Response:
     """The artifact's current version and state as JSON: the page polls it to say when

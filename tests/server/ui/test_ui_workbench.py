@@ -164,6 +164,9 @@ def test_the_artifact_page_reads_as_people_do(sqlite_dashboard: Dashboard) -> No
         assert "(version " not in page
         assert re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+", _visible(page)) is None
         assert "Score <strong>" in page and "0.50" in page
+        whole = client.get(f"/ui/artifacts/{artifact_id}/content")
+        assert whole.text == "a forbidden word"
+        assert whole.headers["content-disposition"].startswith("attachment;")
 
 
 def _visible(html: str) -> str:
