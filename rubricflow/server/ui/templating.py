@@ -40,6 +40,15 @@ def _ago(value: datetime | None) -> str:
     return f"{seconds} s"
 
 
+def _since(value: datetime | None) -> str:
+    """When, for people: 'just now', '3 min ago'."""
+    if value is None:
+        return ""
+    if (datetime.now(timezone.utc) - value).total_seconds() < 60:
+        return "just now"
+    return f"{_ago(value)} ago"
+
+
 def _number(value: float | None, digits: int = 3) -> str:
     if value is None:
         return "-"
@@ -113,6 +122,7 @@ def environment() -> jinja2.Environment:
         env.filters.update(
             when=_when,
             ago=_ago,
+            since=_since,
             number=_number,
             percent=_percent,
             count=_count,

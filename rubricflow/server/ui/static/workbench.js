@@ -196,7 +196,17 @@
     document.addEventListener("visibilitychange", check);
   }
 
+  // --- times: the exact time in the reader's own zone, in the tooltip ---
+  function localTimes(root) {
+    Array.prototype.forEach.call((root || document).querySelectorAll("time[datetime]"), function (el) {
+      var when = new Date(el.getAttribute("datetime"));
+      if (!isNaN(when.getTime())) { el.title = when.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "medium" }); }
+    });
+  }
+
   function ready() {
+    localTimes();
+    document.body.addEventListener("htmx:afterSettle", function () { localTimes(); });
     guardBlank();
     liveQueue();
     watchArtifact();
