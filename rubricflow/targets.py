@@ -18,6 +18,7 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
+from rubricflow.conversation import read_conversation
 from rubricflow.errors import ConfigurationError, RubricflowError
 from rubricflow.formats.document import (
     INPUT_SETTING,
@@ -37,14 +38,17 @@ class TargetInputError(RubricflowError):
     """A target file cannot be read or holds something that is not a target."""
 
 
-def as_target(value: Target | Mapping[str, Any] | str) -> Target:
+def as_target(value: Target | Mapping[str, Any] | str | list[Any]) -> Target:
     """Accept a `Target`, a mapping with `content` (and optional id, query, reference,
-    metadata), or plain text."""
+    metadata), plain text, or a conversation (a list of messages, each with a `role`)."""
     if isinstance(value, Target):
         return value
     _refuse_lone_surrogates(value)
     if isinstance(value, str):
         return Target(content=value)
+    if _is_conversation(value):
+        read_conversation(value)  # its shape and bounds, refused here with the path
+        return Target(content=list(value))
     if isinstance(value, Mapping):
         if "content" not in value:
             raise ConfigurationError(
@@ -54,6 +58,7 @@ def as_target(value: Target | Mapping[str, Any] | str) -> Target:
         data = dict(value)
         if isinstance(data.get("id"), int | float) and not isinstance(data.get("id"), bool):
             data["id"] = str(data["id"])
+        read_conversation(data["content"])  # a conversation's shape and bounds, at the door
         try:
             return Target.model_validate(data)
         except ValidationError as error:
@@ -63,6 +68,14 @@ def as_target(value: Target | Mapping[str, Any] | str) -> Target:
             raise ConfigurationError(f"invalid target: {detail}") from None
     raise ConfigurationError(
         f"a target is text or a mapping with `content`, got {type(value).__name__}"
+    )
+
+
+def _is_conversation(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(m, Mapping) and isinstance(m.get("role"), str) for m in value)
     )
 
 

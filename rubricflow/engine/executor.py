@@ -292,7 +292,7 @@ def _finish(
 
 async def evaluate(
     rubric: Rubric,
-    target: Target | Mapping[str, Any] | str,
+    target: Target | Mapping[str, Any] | str | list[Any],
     *,
     plugins: PluginRegistry | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
@@ -499,7 +499,7 @@ async def _async_items(items: Iterable[Any] | AsyncIterable[Any]) -> AsyncGenera
 
 
 def evaluate_sync(
-    rubric: Rubric, target: Target | Mapping[str, Any] | str, **options: Any
+    rubric: Rubric, target: Target | Mapping[str, Any] | str | list[Any], **options: Any
 ) -> Evaluation:
     """`evaluate` for synchronous callers, also inside a running event loop (a notebook):
     see `rubricflow.sync_bridge`."""

@@ -238,3 +238,19 @@ def test_rubricflow_schema_content_prints_the_shapes() -> None:
     result = CliRunner().invoke(app, ["schema", "--content"])
     assert result.exit_code == 0, result.output
     assert set(json.loads(result.stdout)) == {"conversation", "message", "image"}
+
+
+def test_a_bad_conversation_is_refused_at_the_door() -> None:
+    from rubricflow.targets import as_target
+
+    remote = [
+        {
+            "role": "user",
+            "content": [{"type": "image_url", "image_url": {"url": "https://x.invalid/a.png"}}],
+        }
+    ]
+    with pytest.raises(ConfigurationError, match="not fetched"):
+        as_target(remote)
+    with pytest.raises(ConfigurationError, match="not fetched"):
+        as_target({"content": remote})
+    assert as_target(OPENAI).content == OPENAI

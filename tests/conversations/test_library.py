@@ -62,3 +62,18 @@ def test_support_conversation_finds_pii_in_any_turn() -> None:
     ]
     scores = _deterministic("support-conversation.yaml", talk)
     assert scores == {"no_email_in_any_turn": 0.0, "no_phone_in_any_turn": 1.0}
+
+
+def test_a_conversation_is_a_target_as_it_is() -> None:
+    """`evaluate_sync(rubric, messages)` and the pytest plugin's `assert_passes(rubric,
+    conversation)` take a list of messages as the content."""
+    from rubricflow import evaluate_sync
+    from rubricflow.pytest_plugin import assert_passes
+
+    rubric = load_file(RUBRICS / "agent-run.yaml").rubrics[0]
+    evaluation = evaluate_sync(rubric, RUN)
+    assert evaluation.target_hash == Target(content=RUN).content_hash
+    checks = rubric.model_copy(
+        update={"criteria": tuple(c for c in rubric.criteria if c.scoring.method != "llm")}
+    )
+    assert assert_passes(checks, RUN).verdict == "pass"
