@@ -30,10 +30,18 @@ from rubricflow.server.ui.access import (
 from rubricflow.server.ui.agreement import judged_wrong as _judged_wrong
 from rubricflow.server.ui.agreement import record_corrections
 from rubricflow.server.ui.queue import next_in_queue, state_of
+from rubricflow.server.ui.rubrics import side_by_side
 from rubricflow.server.ui.security import UiRoute
 from rubricflow.server.ui.templating import render
 
-__all__ = ["DECISIONS", "content_text", "revision_diff", "router"]
+__all__ = [
+    "DECISIONS",
+    "content_text",
+    "revision_diff",
+    "router",
+    "side_by_side_diff",
+    "word_pieces",
+]
 
 #: the decisions the page offers, in the order of its buttons; each needs a reason
 DECISIONS = ("approve", "override", "reject")
@@ -92,6 +100,61 @@ def revision_diff(before: Any, after: Any, *, names: tuple[str, str]) -> list[Di
             kind = "same"
         out.append(DiffLine(kind, line))
     return out
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A run of words on one side of a changed line; `changed` marks what differs."""
+
+    text: str
+    changed: bool
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    """One row of the side-by-side diff, each side cut into marked pieces."""
+
+    kind: str  # "same", "changed", "added", "removed", "skip"
+    left_number: int | None
+    left: tuple[Piece, ...] | None
+    right_number: int | None
+    right: tuple[Piece, ...] | None
+
+
+_WORDS = re.compile(r"\s+|\w+|[^\w\s]")
+_MAX_SIDE_ROWS = 2000
+
+
+def word_pieces(before: str, after: str) -> tuple[tuple[Piece, ...], tuple[Piece, ...]]:
+    """Two versions of a line cut into pieces, the words that differ marked changed."""
+    a, b = _WORDS.findall(before), _WORDS.findall(after)
+    left: list[Piece] = []
+    right: list[Piece] = []
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if i2 > i1:
+            left.append(Piece("".join(a[i1:i2]), tag != "equal"))
+        if j2 > j1:
+            right.append(Piece("".join(b[j1:j2]), tag != "equal"))
+    return tuple(left), tuple(right)
+
+
+def side_by_side_diff(before: Any, after: Any) -> list[DiffRow]:
+    """Two revisions side by side, changed lines paired and marked word by word."""
+    rows: list[DiffRow] = []
+    left: tuple[Piece, ...] | None
+    right: tuple[Piece, ...] | None
+    for row in side_by_side(content_text(before).splitlines(), content_text(after).splitlines())[
+        :_MAX_SIDE_ROWS
+    ]:
+        if row.kind == "changed" and row.left is not None and row.right is not None:
+            left, right = word_pieces(row.left, row.right)
+        else:
+            changed = row.kind in ("added", "removed")
+            left = (Piece(row.left, changed),) if row.left is not None else None
+            right = (Piece(row.right, changed),) if row.right is not None else None
+        rows.append(DiffRow(row.kind, row.left_number, left, row.right_number, right))
+    return rows
 
 
 @dataclass(frozen=True)
@@ -161,6 +224,7 @@ async def _diff_view(
     application: Application, artifact: Any, diff_from: int | None, diff_to: int | None
 ) -> dict[str, Any]:
     diff: list[DiffLine] = []
+    rows: list[DiffRow] = []
     revisions: list[int] = list(range(1, artifact.revision + 1))
     after = diff_to if diff_to in revisions else artifact.revision
     before = diff_from if diff_from in revisions else max(1, after - 1)
@@ -173,7 +237,14 @@ async def _diff_view(
             diff = revision_diff(
                 found[before], found[after], names=(f"revision {before}", f"revision {after}")
             )
-    return {"revisions": revisions, "diff": diff, "diff_from": before, "diff_to": after}
+            rows = side_by_side_diff(found[before], found[after])
+    return {
+        "revisions": revisions,
+        "diff": diff,
+        "diff_rows": rows,
+        "diff_from": before,
+        "diff_to": after,
+    }
 
 
 async def _page(

@@ -11,6 +11,9 @@ import uuid
 from urllib.parse import urlencode
 
 import httpx
+from review.conftest import run_blocking
+
+from rubricflow.application import Application
 
 from .conftest import Dashboard, csrf_of
 from .test_ui_http import signed_in
@@ -183,3 +186,39 @@ def test_the_queue_filters_sit_above_the_rows(sqlite_dashboard: Dashboard) -> No
         assert version.status_code == 200
     with httpx.Client(base_url=sqlite_dashboard.url) as anonymous:
         assert anonymous.get("/ui/static/workbench.js").status_code == 200
+
+
+def test_changed_words_are_marked_within_lines() -> None:
+    from rubricflow.server.ui.artifact import Piece, word_pieces
+
+    left, right = word_pieces("the cat sat down", "the dog sat down")
+    assert [p for p in left if p.changed] == [Piece("cat", True)]
+    assert [p for p in right if p.changed] == [Piece("dog", True)]
+    assert "".join(p.text for p in right) == "the dog sat down"
+
+
+def test_a_dead_letter_reason_speaks_of_the_retry_button() -> None:
+    from rubricflow.server.ui.artifact import _for_people
+
+    stored = "3 reviews failed in a row; run `rubricflow artifacts retry abc` once fixed"
+    assert _for_people(stored, retry=True) == (
+        "3 reviews failed in a row; press Retry the review below once fixed"
+    )
+    assert _for_people(stored, retry=False) == stored
+
+
+def test_revisions_are_compared_side_by_side(sqlite_dashboard: Dashboard) -> None:
+    dashboard = sqlite_dashboard
+    artifact_id = dashboard.submit("a forbidden word\nsecond line", actor="bob", title="Revised")
+
+    async def revise() -> None:
+        async with await Application.open(dashboard.db_url) as app:
+            await app.artifacts.revise(
+                artifact_id, "a polite word\nsecond line", actor="bob", reason="fixed"
+            )
+
+    run_blocking(revise())
+    with signed_in(dashboard, "alice") as client:
+        page = client.get(f"/ui/artifacts/{artifact_id}").text
+        assert "<del>forbidden</del>" in page and "<ins>polite</ins>" in page
+        assert 'class="side-by-side artifact-diff"' in page
