@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from rubricflow.engine.isolation import MEMORY_ENV
 from rubricflow.engine.pool_wire import HEADER, PROGRESS, read_exact, write_all
+from rubricflow.engine.scopes import score_scoped
 from rubricflow.model import Criterion, Rubric
 from rubricflow.results import CriterionResult, Target
 from rubricflow.scorers.deterministic import DeterministicScorer
@@ -140,7 +141,9 @@ async def _child_score(
     )
     started = time.perf_counter()
     try:
-        result: Any = await scorer.score(criterion, target, spec.context)
+        result: Any = await score_scoped(
+            criterion, target, lambda c, t: scorer.score(c, t, spec.context), spec.context.bar
+        )
     except MemoryError:
         return error_result(criterion, method, out_of_memory)
     except (Exception, SystemExit) as error:

@@ -234,7 +234,8 @@ async def _score_all(
             continue
         method = resolve_method(criterion)
         scorer = context.plugins.scorers.get(method)
-        if scorer is not None and callable(getattr(scorer, "score_group", None)):
+        scoped = criterion.scope not in (None, "conversation")  # scored on its own part
+        if scorer is not None and callable(getattr(scorer, "score_group", None)) and not scoped:
             groups.setdefault(method, []).append(criterion)
         else:
             singles.append(criterion)

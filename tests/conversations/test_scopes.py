@@ -110,3 +110,15 @@ async def test_trajectory_scope_sees_the_tool_calls() -> None:
         {"role": "assistant", "content": "Booked AF1."},
     ]
     assert (await _score(rubric, content)).score == 1.0
+
+
+async def test_scope_holds_in_the_check_process_pool(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Under RUBRICFLOW_CHECK_ISOLATION=process a built-in check runs in the pool; its
+    scope is applied there too."""
+    monkeypatch.setenv("RUBRICFLOW_CHECK_ISOLATION", "process")
+    result = await _score(
+        _rubric("each_turn", "mean"), _conversation([3, 0]), create_plugin_manager()
+    )
+    assert result.status == "scored", result.notes
+    assert result.exact_score == exact_number(0.5)
+    assert any("assistant turn 2 (message 3) failed" in e for e in result.evidence)
