@@ -5,6 +5,7 @@ scripted server received); a judge that does not see images is never asked."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -30,6 +31,22 @@ POST = [
     },
     {"role": "assistant", "content": "Nice {{ 7 * 7 }} picture"},
 ]
+
+
+@pytest.fixture(scope="module")
+def running() -> Iterator[ScriptedServer]:
+    """One scripted judge for the module (stopping a server takes half a second)."""
+    with ScriptedServer() as started:
+        yield started
+
+
+@pytest.fixture
+def server(running: ScriptedServer) -> ScriptedServer:
+    """The module's scripted judge, with no requests or queue left over."""
+    running.requests.clear()
+    with running._lock:
+        running._queue.clear()
+    return running
 
 
 def _session(server: ScriptedServer, prefix: str, model: str, **options: Any) -> LLMSession:
