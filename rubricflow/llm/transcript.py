@@ -17,6 +17,7 @@ import re
 from html import escape
 
 from rubricflow.conversation import Conversation, ImagePart, Message, read_conversation
+from rubricflow.errors import RubricflowError
 from rubricflow.llm.base import LLMProvider
 from rubricflow.results import Target
 
@@ -52,7 +53,7 @@ def sees_images(model: str, vision: bool | None) -> bool:
 def _conversation(target: Target) -> Conversation | None:
     try:
         return read_conversation(target.content)
-    except ValueError:  # not a conversation we can read: the judge sees it as JSON
+    except (ValueError, RubricflowError):  # not one we can read: the judge sees its JSON
         return None
 
 
