@@ -251,14 +251,18 @@ def artifacts_list(
 ) -> None:
     """Artifacts, most recently changed first (with --server: most recently created
     first, the API's keyset order)."""
-    from rubricflow.review.lifecycle import DEAD_LETTERED, STATES
+    from rubricflow.errors import ConfigurationError
+    from rubricflow.review.listing import listed_status
 
-    if dead_letter:
-        if status not in (None, DEAD_LETTERED):
-            fail(f"--dead-letter lists {DEAD_LETTERED} artifacts; drop --status {status}")
-        status = DEAD_LETTERED
-    if status is not None and status not in STATES:
-        fail(f"--status {status!r} is not a state; use one of {', '.join(STATES)}")
+    try:
+        status = listed_status(
+            status,
+            dead_letter=dead_letter,
+            status_option="--status",
+            dead_letter_option="--dead-letter",
+        )
+    except ConfigurationError as refused:
+        fail(str(refused))
 
     async def listed(api: ArtifactsAPI) -> list[Artifact]:
         found = api.list(
