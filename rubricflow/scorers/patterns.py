@@ -101,6 +101,8 @@ def re2_multiline(pattern: str) -> bool:
 
 
 _INLINE_MULTILINE = re.compile(r"\(\?[a-zA-Z]*m[a-zA-Z]*[:)]")
+#: an end anchor (a `$` not escaped)
+_DOLLAR = re.compile(r"(?<!\\)\$")
 
 
 def compile_bounded(
@@ -120,10 +122,12 @@ def compile_bounded(
             )
     limit = regex_timeout() if timeout is None else timeout
     # RE2's multiline `^` does not match after a newline that ends the text, where
-    # Python's does (`^[a-c]*$` finds an empty line in "0\n"): multiline patterns keep
-    # Python's meaning on the fallback, which is time-limited all the same
-    multiline = "m" in flags or re2_multiline(pattern)
-    if "x" not in flags and not multiline:
+    # Python's does (`^[a-c]*$` finds an empty line in "0\n"), and RE2's `$` matches only
+    # at the very end, where Python's also matches before a final newline (`^[a-c]*$`
+    # finds "" in "\n"): such patterns keep Python's meaning on the fallback, which is
+    # time-limited all the same
+    python_only = "m" in flags or re2_multiline(pattern) or bool(_DOLLAR.search(pattern))
+    if "x" not in flags and not python_only:
         inline = "".join(sorted({_INLINE[f] for f in flags}))
         source = f"(?{inline}){pattern}" if inline else pattern
         try:
