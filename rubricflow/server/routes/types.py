@@ -70,7 +70,7 @@ async def type_agreement(
     principal: Reviewer,
     application: AppDep,
     resamples: int = Query(default=1000, ge=10, le=10_000),
-    seed: int = Query(default=0, ge=0, le=2**31),
+    seed: int = Query(default=0, ge=0, le=2**31 - 1),
 ) -> dict[str, Any]:
     """Cohen's kappa (two reviewers per decision) or Krippendorff's alpha (more), overall
     and per criterion, each with a bootstrap 95% interval; settled decisions only, so a
