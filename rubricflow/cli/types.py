@@ -129,6 +129,16 @@ def types_set(
             '("budget").',
         ),
     ] = None,
+    daily_budget: Annotated[
+        float | None,
+        typer.Option(
+            "--daily-budget",
+            metavar="USD",
+            min=0.0,
+            help="The most this type's reviews may spend on judge calls in a UTC day, "
+            "counted in the store and shared by every worker and server.",
+        ),
+    ] = None,
     db: DbOption = None,
     server: ServerOption = None,
     token: TokenOption = None,
@@ -157,6 +167,7 @@ def types_set(
         description=description,
         judge=judge_spec(llm, panel),
         max_cost_per_artifact=max_cost_per_artifact,
+        daily_budget=daily_budget,
         review_policy=ReviewPolicy(
             route_confidence=route_confidence,
             route_margin=route_margin,
@@ -201,6 +212,8 @@ def types_show(
         out.print(f"  judge {escape(artifact_type.judge)}")
     if artifact_type.max_cost_per_artifact is not None:
         out.print(f"  max_cost_per_artifact {artifact_type.max_cost_per_artifact:g}")
+    if artifact_type.daily_budget is not None:
+        out.print(f"  daily_budget {artifact_type.daily_budget:g}")
     policy = artifact_type.review_policy
     if policy != type(policy)():
         shown = " ".join(f"{k}={v}" for k, v in policy.model_dump(exclude_defaults=True).items())

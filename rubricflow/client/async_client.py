@@ -289,6 +289,7 @@ class AsyncClient:
                 judge=definition.judge,
                 review_policy=ReviewPolicyIn(**definition.review_policy.model_dump(mode="json")),
                 max_cost_per_artifact=definition.max_cost_per_artifact,
+                daily_budget=definition.daily_budget,
             ).model_dump(mode="json")
         elif isinstance(definition, ArtifactTypeIn):
             body = definition.model_dump(mode="json")

@@ -58,12 +58,16 @@ class CostBudget:
         """Reserve a call's expected cost; None (and counted as refused) when it would pass
         the limit."""
         expected = price.cost(input_tokens, self.expected_output_tokens(max_tokens)) or 0.0
+        return expected if await self.reserve_amount(expected) else None
+
+    async def reserve_amount(self, expected: float) -> bool:
+        """Reserve `expected`; False (and counted as refused) when it would pass the limit."""
         async with self._lock:
             if self.spent + self.reserved + expected > self.limit:
                 self.refused += 1
-                return None
+                return False
             self.reserved += expected
-            return expected
+            return True
 
     async def settle(self, reserved: float, cost: float, output_tokens: int | None) -> None:
         """Replace a reservation with the call's real cost."""

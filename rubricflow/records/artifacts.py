@@ -156,6 +156,9 @@ class ArtifactType(_Checked):
     """The most one review of an artifact may spend on judge calls, at the judge's price
     (`rubricflow types set --max-cost-per-artifact`); past it the remaining LLM criteria
     are unable_to_evaluate with the reason "budget". None: no cap."""
+    daily_budget: float | None = Field(default=None, ge=0.0)
+    """The most this type's reviews may spend on judge calls in one UTC day, counted in the
+    store and shared by every worker and server (`types set --daily-budget`). None: none."""
 
 
 class Artifact(BaseModel):

@@ -58,6 +58,19 @@ class Planned(NamedTuple):
     reused: Evaluation | None
 
 
+def _budget_of(artifact_type: ArtifactType, database: Any) -> CostBudget:
+    """A review's budget: the type's per-artifact cap, inside its daily budget in the store
+    (shared by every worker and server) when it has one."""
+    from rubricflow.store.spend import DailyBudget, DailySpend
+
+    name, limit = artifact_type.name, artifact_type.max_cost_per_artifact
+    inner = None if limit is None else CostBudget(limit, f"type {name!r}'s max_cost_per_artifact")
+    if artifact_type.daily_budget is None:
+        assert inner is not None
+        return inner
+    return DailyBudget(DailySpend(database), name, artifact_type.daily_budget, inner)
+
+
 class Reviewer:
     """Reviews claimed artifacts: evaluates, stores the evaluations, commits the outcome.
     Every review shares one LLM session (one HTTP pool) until `aclose`."""
@@ -326,21 +339,22 @@ class Reviewer:
     ) -> dict[str, Any]:
         """`options` with the judge session capped at the type's `max_cost_per_artifact`
         (one budget for all the rubrics of this revision's review), when it has one."""
-        limit = artifact_type.max_cost_per_artifact
+        limit, daily = artifact_type.max_cost_per_artifact, artifact_type.daily_budget
         inner = dict(options.get("options") or {})
         session = inner.get("llm")
-        if limit is None or not isinstance(session, LLMSession):
+        if (limit is None and daily is None) or not isinstance(session, LLMSession):
             return options
         if session.provider_now().settings.price is None:
             raise ReviewError(
-                f"type {artifact_type.name!r} caps a review at {limit:g} "
-                "(max_cost_per_artifact), but the judge has no price to count spend: set "
-                "RUBRICFLOW_LLM_PRICE=IN,OUT (per million tokens)"
+                f"type {artifact_type.name!r} has a judge budget (max_cost_per_artifact "
+                f"{limit}, daily_budget {daily}), but the judge has no price to count spend: "
+                "set RUBRICFLOW_LLM_PRICE=IN,OUT (per million tokens)"
             )
         key = (artifact.id, artifact.revision)
-        budget = self._budgets.setdefault(
-            key, CostBudget(limit, f"type {artifact_type.name!r}'s max_cost_per_artifact")
-        )
+        budget = self._budgets.get(key)
+        if budget is None:
+            budget = _budget_of(artifact_type, self._context.store.database)
+            self._budgets[key] = budget
         return {**options, "options": {**inner, "llm": capped_session(session, budget)}}
 
     async def _evaluate(

@@ -438,3 +438,14 @@ class JudgeCorrectionRow(SQLModel, table=True):
     criterion_id: str = Field(primary_key=True, max_length=200)
     actor: str = Field(max_length=200)
     created_at: datetime = _when(nullable=False)
+
+
+class JudgeSpendRow(SQLModel, table=True):
+    """Judge spend of one artifact type on one UTC day, for its daily budget: reserved
+    and settled by single atomic UPDATEs, shared by every worker and server process."""
+
+    __tablename__ = "judge_spend_daily"
+
+    artifact_type: str = Field(primary_key=True, max_length=200)
+    day: str = Field(primary_key=True, max_length=10)
+    spent: float = Field(default=0.0, nullable=False)

@@ -140,6 +140,12 @@ class ArtifactTypeIn(_Body):
         description="The most one artifact's review may spend on judge calls, at the judge's "
         'price; past it the remaining LLM criteria are unable_to_evaluate ("budget")',
     )
+    daily_budget: float | None = Field(
+        default=None,
+        ge=0.0,
+        description="The most this type's reviews may spend on judge calls in a UTC day, "
+        "shared by every worker and server",
+    )
 
     def to_type(self, name: str) -> ArtifactType:
         return ArtifactType(
@@ -156,6 +162,7 @@ class ArtifactTypeIn(_Body):
             judge=self.judge,
             review_policy=self.review_policy.to_policy(),
             max_cost_per_artifact=self.max_cost_per_artifact,
+            daily_budget=self.daily_budget,
         )
 
 

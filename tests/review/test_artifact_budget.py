@@ -79,3 +79,18 @@ async def test_a_cap_without_a_price_is_a_clear_error(store: Store) -> None:
                 assert not outcome.approved
                 assert "RUBRICFLOW_LLM_PRICE" in (outcome.reason or "")
             assert server.requests == []
+
+
+async def test_a_daily_budget_is_shared_across_artifacts(store: Store, priced: None) -> None:
+    with ScriptedServer(met) as server:
+        options = {"options": {"llm": f"openai:judge@{server.url}/v1", "llm_cache": None}}
+        async with ArtifactRegistry(store, evaluate_options=options) as registry:
+            await define(registry, "reply", judged("a"), daily_budget=0.5)
+            first = await registry.create("reply", "An answer.", actor="bot")
+            assert (await registry.submit_for_review(first.id, actor="bot")).approved
+            second = await registry.create("reply", "Another answer.", actor="bot")
+            outcome = await registry.submit_for_review(second.id, actor="bot")
+        # two calls today (0.4); the second artifact's first call would pass 0.5
+        assert len(server.requests) == 2 and not outcome.approved
+        notes = [r.notes for e in outcome.evaluations for r in e.criteria]
+        assert all("daily budget" in n for n in notes), notes

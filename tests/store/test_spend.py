@@ -4,6 +4,7 @@ real SQLite file and on PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import timedelta
 
@@ -95,3 +96,20 @@ def test_llm_usage_prints_the_spend(db_url: str) -> None:
     assert [row["calls"] for row in json.loads(as_json.stdout)] == [1, 3]
     wrong = runner.invoke(app, ["llm", "usage", "--db", db_url, "--by", "week"])
     assert wrong.exit_code == 2 and "use run, type or day" in wrong.output
+
+
+async def test_a_daily_budget_is_reserved_atomically(store: Store) -> None:
+    """Forty reservations race for a budget that holds ten: exactly ten succeed, on SQLite
+    and on PostgreSQL (separate connections), and settling corrects the total."""
+    from rubricflow.store.spend import DailySpend
+
+    spend = DailySpend(store.database)
+    won = await asyncio.gather(*(spend.reserve("blog", "2026-11-28", 1.0, 10.0) for _ in range(40)))
+    assert sum(won) == 10
+    assert await spend.spent("blog", "2026-11-28") == 10.0
+    await spend.settle("blog", "2026-11-28", -2.5)  # two calls cost less than reserved
+    assert await spend.spent("blog", "2026-11-28") == 7.5
+    assert await spend.reserve("blog", "2026-11-28", 2.5, 10.0)
+    assert not await spend.reserve("blog", "2026-11-28", 0.01, 10.0)
+    assert await spend.reserve("blog", "2026-11-29", 10.0, 10.0)  # a new day
+    assert await spend.reserve("news", "2026-11-28", 1.0, 10.0)  # another type
