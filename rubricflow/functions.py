@@ -362,15 +362,42 @@ def _inner_grade(target: Target, grader: Mapping[str, Any]) -> float:
             target, grader["operation"], grader.get("reference"), grader.get("reference_key")
         )
         return 1.0 if found.value else 0.0
-    try:
-        from rubricflow_metrics.scorer import compute_metric
-    except ImportError:
-        raise ValueError(
-            "text_similarity needs the metrics plugin: python -m pip install "
-            "./plugins/rubricflow-metrics (from the checkout)"
-        ) from None
     config = {k: v for k, v in grader.items() if k in ("reference", "reference_key")}
-    return float(compute_metric(grader["metric"], target.content, target.reference, config).score)
+    return _metric_score(str(grader["metric"]), target, config)
+
+
+def _metric_score(metric: str, target: Target, config: dict[str, Any]) -> float:
+    """`metric`'s score of `target` from the installed scorer named `metric` (the metrics
+    plugin's), found through the plugin registry as any scorer is."""
+    from rubricflow.plugins import default_plugins
+    from rubricflow.scoring import ScoringContext
+    from rubricflow.sync_bridge import run_sync
+
+    plugins = default_plugins()
+    scorer = plugins.scorers.get("metric")
+    if scorer is None:
+        raise ValueError(
+            "text_similarity needs a scorer named 'metric' (the metrics plugin): install "
+            "the plugin that provides it"
+        )
+    rubric = Rubric.model_validate(
+        {
+            "id": "openai-multi-inner",
+            "criteria": [
+                {
+                    "id": "similarity",
+                    "description": f"text similarity by {metric}",
+                    "scoring": {"method": "metric", "metric": metric, "config": config},
+                }
+            ],
+        }
+    )
+    (criterion,) = rubric.criteria
+    context = ScoringContext(rubric=rubric, plugins=plugins)
+    result = run_sync(scorer.score(criterion, target, context))
+    if result.score is None:
+        raise ValueError(f"text_similarity {metric}: {result.notes}")
+    return float(result.score)
 
 
 def _target_rubric(target: Target) -> Rubric:
