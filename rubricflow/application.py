@@ -51,6 +51,7 @@ from rubricflow.store.rubrics import RegisteredRubric, RubricVersionInfo
 from rubricflow.store.runs import RunOverview
 from rubricflow.store.tokens import ApiToken, IssuedToken, TokenStore
 from rubricflow.store.webhooks import DeliveryAttempt, WebhookDelivery, WebhookSubscription
+from rubricflow.store.workbench import Claim, Comment, ExportedDecision, Workbench
 
 if TYPE_CHECKING:
     from rubricflow.calibration import LabelledExample, PassRateEstimate
@@ -78,10 +79,13 @@ __all__ = [
     "ArtifactEvent",
     "ArtifactType",
     "ArtifactsAPI",
+    "Claim",
+    "Comment",
     "CriterionPassRate",
     "DashboardQueries",
     "DeliveryAttempt",
     "EvaluationFilter",
+    "ExportedDecision",
     "FinishedKey",
     "IdempotencyStore",
     "IssuedToken",
@@ -103,6 +107,7 @@ __all__ = [
     "TokenStore",
     "WebhookDelivery",
     "WebhookSubscription",
+    "Workbench",
 ]
 
 
@@ -297,6 +302,11 @@ class Application(Core):
     def dashboard(self) -> DashboardQueries:
         """The dashboard's read queries (queue, runs, rubric catalogue, revisions)."""
         return DashboardQueries(self.store.database)
+
+    @property
+    def workbench(self) -> Workbench:
+        """The reviewer's workbench: claims, comments and the export of decisions."""
+        return Workbench(self.store.database)
 
     @property
     def judge_labels(self) -> JudgeLabels:

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
 from typing import Any
 
 import sqlalchemy as sa
 
 from rubricflow.runs import RunInfo
-from rubricflow.store._sql import as_utc, to_utc
+from rubricflow.store._sql import as_utc, to_utc, utcnow
 from rubricflow.store.database import Database
 from rubricflow.store.rubrics import RubricVersionInfo
 from rubricflow.store.rubrics import _latest_key as version_order
@@ -28,12 +28,16 @@ from rubricflow.store.runs import _info as run_info
 from rubricflow.store.tables import (
     ArtifactRevisionRow,
     ArtifactRow,
+    CriterionResultRow,
+    EvaluationRow,
+    ReviewClaimRow,
     RubricRow,
     RubricVersionRow,
     RunRow,
 )
 
 __all__ = [
+    "QUEUE_SORTS",
     "CatalogueEntry",
     "CataloguePage",
     "DashboardQueries",
@@ -52,6 +56,35 @@ _revisions = ArtifactRevisionRow.__table__  # type: ignore[attr-defined]
 _rubrics = RubricRow.__table__  # type: ignore[attr-defined]
 _rubric_versions = RubricVersionRow.__table__  # type: ignore[attr-defined]
 _runs = RunRow.__table__  # type: ignore[attr-defined]
+_evaluations = EvaluationRow.__table__  # type: ignore[attr-defined]
+_criteria = CriterionResultRow.__table__  # type: ignore[attr-defined]
+_claims = ReviewClaimRow.__table__  # type: ignore[attr-defined]
+
+#: the queue's orders: by last change (the default), by the latest evaluation's score
+#: (lowest first), or by its margin to the pass threshold (nearest first)
+QUEUE_SORTS = ("updated", "score", "margin")
+#: where an artifact with no evaluation of its current revision sorts (after the rest)
+_NO_SCORE = 1e9
+
+
+def _latest(column: Any) -> sa.ScalarSelect[Any]:
+    """`column` of the latest evaluation of each queued artifact's current revision (a
+    seek on the (artifact_id, revision, created_at) index)."""
+    c, e = _artifacts.c, _evaluations.c
+    return (
+        sa.select(column)
+        .where(e.artifact_id == c.id, e.revision == c.revision)
+        .order_by(e.created_at.desc(), e.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+
+
+def _sort_key(sort: str) -> sa.ColumnElement[float]:
+    e = _evaluations.c
+    if sort == "score":
+        return sa.func.coalesce(_latest(e.score), _NO_SCORE)
+    return sa.func.coalesce(sa.func.abs(_latest(e.margin)), _NO_SCORE)
 
 
 @dataclass(frozen=True)
@@ -94,7 +127,10 @@ class QueueFilter:
     of `types` (None: any type; empty: none), created by `created_by` (a submitter sees
     its own), unchanged since `changed_before` (how long they have waited), whose
     title, id or last reason contains `search` (case-insensitive and literal: `%` and
-    `_` match themselves)."""
+    `_` match themselves), whose latest evaluation scored within `score_min` and
+    `score_max`, that failed criterion `failed_criterion` in a review of the current
+    revision, and not claimed by anyone but `claimant` at `now` (a reviewer's queue skips
+    what others are reviewing)."""
 
     buckets: tuple[QueueBucket, ...]
     bucket: str | None = None
@@ -102,6 +138,11 @@ class QueueFilter:
     created_by: str | None = None
     changed_before: datetime | None = None
     search: str | None = None
+    score_min: float | None = None
+    score_max: float | None = None
+    failed_criterion: str | None = None
+    claimant: str | None = None
+    now: datetime | None = None
 
     def _bucket_clauses(self) -> list[tuple[str, sa.ColumnElement[bool]]]:
         """Each bucket's own clause: matching it and none before it."""
@@ -124,6 +165,34 @@ class QueueFilter:
             where.append(c.updated_at <= to_utc(self.changed_before))
         if self.search:
             where.append(_contains((c.title, c.id, c.last_reason), self.search))
+        return where + self._judged()
+
+    def _judged(self) -> list[sa.ColumnElement[bool]]:
+        """The filters on the artifacts' evaluations and claims."""
+        c, e, r, k = _artifacts.c, _evaluations.c, _criteria.c, _claims.c
+        where: list[sa.ColumnElement[bool]] = []
+        if self.score_min is not None:
+            where.append(_latest(e.score) >= self.score_min)
+        if self.score_max is not None:
+            where.append(_latest(e.score) <= self.score_max)
+        if self.failed_criterion:
+            failed = (
+                sa.select(sa.literal(1))
+                .select_from(_evaluations.join(_criteria, r.evaluation_id == e.id))
+                .where(
+                    e.artifact_id == c.id,
+                    e.revision == c.revision,
+                    r.criterion_id == self.failed_criterion,
+                    r.passed.is_(sa.false()),
+                )
+            )
+            where.append(failed.exists())
+        if self.claimant is not None:
+            now = to_utc(self.now) if self.now is not None else utcnow()
+            held = sa.select(sa.literal(1)).where(
+                k.artifact_id == c.id, k.holder != self.claimant, k.expires_at > now
+            )
+            where.append(sa.not_(held.exists()))
         return where
 
 
@@ -141,12 +210,16 @@ def _contains(columns: Sequence[Any], text: str) -> sa.ColumnElement[bool]:
 
 @dataclass(frozen=True)
 class QueueCursor:
-    """Where a page ends: the last row's change time and id."""
+    """Where a page ends: the last row's change time and id, or, in an order by score or
+    margin, its sort `value` and id."""
 
     updated_at: datetime
     id: str
+    value: float | None = None
 
     def encode(self) -> str:
+        if self.value is not None:
+            return f"~{self.value!r}|{self.id}"
         return f"{to_utc(self.updated_at).isoformat()}|{self.id}"
 
     @classmethod
@@ -157,9 +230,17 @@ class QueueCursor:
         if not sep or not artifact_id:
             return None
         try:
+            if when.startswith("~"):
+                value = float(when[1:])
+                if value != value or abs(value) > _NO_SCORE:  # NaN or out of range
+                    return None
+                return cls(_EPOCH, artifact_id, value)
             return cls(as_utc(datetime.fromisoformat(when)), artifact_id)
         except ValueError:
             return None
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -178,6 +259,12 @@ class QueueItem:
     awaiting_approval: bool
     failures: int
     last_reason: str | None
+    #: the latest evaluation of the current revision: its score, verdict, margin to the
+    #: threshold and the criteria it failed (None and empty before any)
+    score: float | None = None
+    verdict: str | None = None
+    margin: float | None = None
+    failed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -259,28 +346,22 @@ class DashboardQueries:
         limit: int = 50,
         after: QueueCursor | None = None,
         newest_first: bool = True,
+        sort: str = "updated",
     ) -> QueuePage:
         """One page of the queue, ordered by last change (newest first, or oldest) then
-        id, starting after `after`."""
+        id, or with `sort` by the latest evaluation's score (lowest first) or margin to
+        the threshold (nearest first), starting after `after`; each item with its latest
+        evaluation's figures and failed criteria."""
         c = _artifacts.c
         clauses = queue._bucket_clauses()
         if queue.bucket is not None:
             clauses = [(name, clause) for name, clause in clauses if name == queue.bucket]
         if not clauses:
             return QueuePage((), None)
+        by_value = sort in ("score", "margin")
         bucket = sa.case(*[(clause, name) for name, clause in clauses], else_="").label("bucket")
         where = [sa.or_(*[clause for _, clause in clauses]), *queue._common()]
-        if after is not None:
-            mark = sa.tuple_(sa.literal(to_utc(after.updated_at), sa.DateTime(True)), after.id)
-            key = sa.tuple_(c.updated_at, c.id)
-            where.append(key < mark if newest_first else key > mark)
-        # both keys in one direction; one arm per state, each read in order from the
-        # (status, updated_at, id) index and cut at the page's size, then merged: a page
-        # reads at most a page per state, however many artifacts wait (one query over
-        # all states would sort every queued artifact first)
-        chosen = {name for name, _ in clauses}
-        statuses = sorted({s for b in queue.buckets if b.name in chosen for s in b.statuses})
-        columns = (
+        columns: list[Any] = [
             c.id,
             c.type,
             c.status,
@@ -293,8 +374,25 @@ class DashboardQueries:
             c.failures,
             c.last_reason,
             bucket,
-        )
-        order = (c.updated_at.desc(), c.id.desc()) if newest_first else (c.updated_at, c.id)
+        ]
+        if by_value:
+            key = _sort_key(sort)
+            columns.append(key.label("sort_value"))
+            order: tuple[Any, ...] = (key, c.id)
+            if after is not None and after.value is not None:
+                where.append(sa.tuple_(key, c.id) > sa.tuple_(sa.literal(after.value), after.id))
+        else:
+            if after is not None and after.value is None:
+                mark = sa.tuple_(sa.literal(to_utc(after.updated_at), sa.DateTime(True)), after.id)
+                keyset = sa.tuple_(c.updated_at, c.id)
+                where.append(keyset < mark if newest_first else keyset > mark)
+            order = (c.updated_at.desc(), c.id.desc()) if newest_first else (c.updated_at, c.id)
+        # both keys in one direction; one arm per state, each read in order from the
+        # (status, updated_at, id) index and cut at the page's size, then merged: a page
+        # reads at most a page per state, however many artifacts wait (one query over
+        # all states would sort every queued artifact first)
+        chosen = {name for name, _ in clauses}
+        statuses = sorted({s for b in queue.buckets if b.name in chosen for s in b.statuses})
         arms = [
             sa.select(
                 *sa.select(*columns)
@@ -308,35 +406,42 @@ class DashboardQueries:
         ]
         merged = sa.union_all(*arms).subquery("merged")
         m = merged.c
-        query = (
-            sa.select(merged)
-            .order_by(
-                *((m.updated_at.desc(), m.id.desc()) if newest_first else (m.updated_at, m.id))
-            )
-            .limit(limit + 1)
-        )
+        if by_value:
+            merged_order: tuple[Any, ...] = (m.sort_value, m.id)
+        elif newest_first:
+            merged_order = (m.updated_at.desc(), m.id.desc())
+        else:
+            merged_order = (m.updated_at, m.id)
+        query = sa.select(merged).order_by(*merged_order).limit(limit + 1)
         async with self.database.read() as connection:
             rows = (await connection.execute(query)).all()
+            judged = await _judged(connection, rows[:limit])
         items = tuple(
-            QueueItem(
-                id=row.id,
-                type=row.type,
-                status=row.status,
-                bucket=row.bucket,
-                title=row.title,
-                created_by=row.created_by,
-                revision=row.revision,
-                version=row.version,
-                updated_at=as_utc(row.updated_at),
-                awaiting_approval=bool(row.awaiting_approval),
-                failures=int(row.failures or 0),
-                last_reason=row.last_reason,
+            replace(
+                QueueItem(
+                    id=row.id,
+                    type=row.type,
+                    status=row.status,
+                    bucket=row.bucket,
+                    title=row.title,
+                    created_by=row.created_by,
+                    revision=row.revision,
+                    version=row.version,
+                    updated_at=as_utc(row.updated_at),
+                    awaiting_approval=bool(row.awaiting_approval),
+                    failures=int(row.failures or 0),
+                    last_reason=row.last_reason,
+                ),
+                **judged.get(row.id, {}),
             )
             for row in rows[:limit]
         )
-        more = len(rows) > limit
-        last = items[-1] if items else None
-        return QueuePage(items, QueueCursor(last.updated_at, last.id) if more and last else None)
+        if len(rows) <= limit or not items:
+            return QueuePage(items, None)
+        last, row = items[-1], rows[limit - 1]
+        if by_value:
+            return QueuePage(items, QueueCursor(_EPOCH, last.id, float(row.sort_value)))
+        return QueuePage(items, QueueCursor(last.updated_at, last.id))
 
     async def queue_counts(self, queue: QueueFilter) -> dict[str, int]:
         """How many artifacts each bucket holds under `queue`'s filters (its `bucket`
@@ -466,3 +571,50 @@ class DashboardQueries:
             for rubric_id in chosen
         )
         return CataloguePage(items, chosen[-1] if len(rows) > limit and chosen else None)
+
+
+async def _judged(connection: Any, rows: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    """The latest evaluation of each row's current revision (score, verdict, margin) and
+    the criteria it failed, by artifact id: two queries for a page, whatever its size."""
+    if not rows:
+        return {}
+    e, r = _evaluations.c, _criteria.c
+    keys = sorted({(row.id, int(row.revision)) for row in rows})
+    ranked = (
+        sa.select(
+            e.id,
+            e.artifact_id,
+            e.score,
+            e.verdict,
+            e.margin,
+            sa.func.row_number()
+            .over(
+                partition_by=(e.artifact_id, e.revision),
+                order_by=(e.created_at.desc(), e.id.desc()),
+            )
+            .label("newest"),
+        )
+        .where(sa.tuple_(e.artifact_id, e.revision).in_(keys))
+        .subquery("ranked")
+    )
+    latest = (await connection.execute(sa.select(ranked).where(ranked.c.newest == 1))).all()
+    if not latest:
+        return {}
+    owner = {row.id: row.artifact_id for row in latest}
+    failed: dict[str, list[str]] = {}
+    found = await connection.execute(
+        sa.select(r.evaluation_id, r.criterion_id)
+        .where(r.evaluation_id.in_(sorted(owner)), r.passed.is_(sa.false()))
+        .order_by(r.evaluation_id, r.position)
+    )
+    for row in found:
+        failed.setdefault(owner[row.evaluation_id], []).append(row.criterion_id)
+    return {
+        row.artifact_id: {
+            "score": float(row.score),
+            "verdict": row.verdict,
+            "margin": None if row.margin is None else float(row.margin),
+            "failed": tuple(failed.get(row.artifact_id, ())),
+        }
+        for row in latest
+    }

@@ -11,6 +11,7 @@ from sqlmodel import Field, SQLModel
 
 __all__ = [
     "ApiTokenRow",
+    "ArtifactCommentRow",
     "ArtifactEventRow",
     "ArtifactRevisionRow",
     "ArtifactRow",
@@ -21,6 +22,7 @@ __all__ = [
     "JudgeCacheRow",
     "JudgeCorrectionRow",
     "LLMCallRow",
+    "ReviewClaimRow",
     "RubricRow",
     "RubricVersionRow",
     "RunRow",
@@ -449,3 +451,33 @@ class JudgeSpendRow(SQLModel, table=True):
     artifact_type: str = Field(primary_key=True, max_length=200)
     day: str = Field(primary_key=True, max_length=10)
     spent: float = Field(default=0.0, nullable=False)
+
+
+class ReviewClaimRow(SQLModel, table=True):
+    """Who is reviewing an artifact on the dashboard, until when (a short lease the open
+    page renews): others are not shown it as their next item, and see who holds it. A
+    lapsed lease is no claim; the next claim takes the row over (migration 0014)."""
+
+    __tablename__ = "review_claims"
+
+    artifact_id: str = Field(
+        primary_key=True, max_length=200, foreign_key="artifacts.id", ondelete="CASCADE"
+    )
+    holder: str = Field(max_length=200)
+    claimed_at: datetime = _when(nullable=False)
+    expires_at: datetime = _when(nullable=False)
+
+
+class ArtifactCommentRow(SQLModel, table=True):
+    """A comment on an artifact, kept with its history: who wrote it, on which revision,
+    when (append-only, migration 0014)."""
+
+    __tablename__ = "artifact_comments"
+    __table_args__ = (sa.Index("ix_artifact_comments_artifact", "artifact_id", "id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    artifact_id: str = Field(max_length=200, foreign_key="artifacts.id", ondelete="CASCADE")
+    revision: int
+    author: str = Field(max_length=200)
+    body: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    created_at: datetime = _when(nullable=False)
