@@ -23,6 +23,7 @@ def routers() -> list[APIRouter]:
         trust,
         types,
         webhooks,
+        workbench,
     )
     from rubricflow.server.ui import router as ui_router
 
@@ -32,6 +33,7 @@ def routers() -> list[APIRouter]:
         tokens.router,
         types.router,
         artifacts.router,
+        workbench.router,
         webhooks.router,
         live.router,
         trust.router,  # before rubrics': its /{reference:path} would take these paths

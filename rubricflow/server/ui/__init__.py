@@ -18,7 +18,16 @@ __all__ = ["router"]
 def router() -> APIRouter:
     """The dashboard's routes under /ui (left out of the OpenAPI document: they answer
     HTML, not the API's JSON)."""
-    from rubricflow.server.ui import agreement, artifact, queue, rubrics, runs, signin, static
+    from rubricflow.server.ui import (
+        agreement,
+        artifact,
+        queue,
+        rubrics,
+        runs,
+        signin,
+        static,
+        workbench,
+    )
 
     combined = APIRouter(prefix="/ui", include_in_schema=False)
     for part in (
@@ -28,6 +37,7 @@ def router() -> APIRouter:
         rubrics.router,
         runs.router,
         agreement.router,
+        workbench.router,
         static.router,
     ):
         combined.include_router(part)

@@ -29,7 +29,7 @@ from rubricflow.server.ui.access import (
 )
 from rubricflow.server.ui.agreement import judged_wrong as _judged_wrong
 from rubricflow.server.ui.agreement import record_corrections
-from rubricflow.server.ui.queue import next_in_queue, state_of
+from rubricflow.server.ui.queue import CLAIM_SECONDS, next_in_queue, state_of
 from rubricflow.server.ui.rubrics import side_by_side
 from rubricflow.server.ui.security import UiRoute
 from rubricflow.server.ui.templating import render
@@ -277,6 +277,13 @@ async def _page(
 
     text = content_text(artifact.content)
     cut = len(text) > MAX_SHOWN_CHARS
+    # opening an item a reviewer may decide on claims it (or shows who holds it)
+    claim = (
+        await application.workbench.claim(artifact_id, principal.name, seconds=CLAIM_SECONDS)
+        if decisions
+        else await application.workbench.holder_of(artifact_id, principal.name)
+    )
+    comments = await application.workbench.comments(artifact_id)
     state = state_of(artifact.status, artifact.awaiting_approval, bool(artifact.failures))
     return render(
         request,
@@ -292,6 +299,11 @@ async def _page(
             "state_label": state[1],
             "last_reason": _for_people(artifact.last_reason or "", retry=retry),
             "history": history,
+            "timeline": _timeline(history, comments),
+            "comments": comments,
+            "comment_problem": "",
+            "comment_draft": "",
+            "claim": claim,
             "decisions": decisions,
             "retry": retry,
             **diff_view,
@@ -304,6 +316,12 @@ async def _page(
         },
         status_code=status_code,
     )
+
+
+def _timeline(history: list[Any], comments: list[Any]) -> list[tuple[str, Any]]:
+    """The history and the comments in one list, oldest first."""
+    entries = [("event", e) for e in history] + [("comment", c) for c in comments]
+    return sorted(entries, key=lambda entry: entry[1].created_at)
 
 
 @router.get("/artifacts/{artifact_id}", summary="An artifact")
@@ -373,9 +391,20 @@ async def artifact_version(request: Request, viewer: Viewer, artifact_id: _Artif
     """The artifact's current version and state as JSON: the page polls it to say when
     someone else changed the artifact."""
     application: Application = request.app.state.application
-    artifact = await readable_artifact(application, viewer.principal, artifact_id)
+    principal = viewer.principal
+    artifact = await readable_artifact(application, principal, artifact_id)
+    # the open page asks every few seconds: that renews its reviewer's claim
+    workbench = application.workbench
+    claim = await workbench.holder_of(artifact_id, principal.name)
+    if claim is not None and claim.mine:
+        claim = await workbench.claim(artifact_id, principal.name, seconds=CLAIM_SECONDS)
     return JSONResponse(
-        {"version": artifact.version, "status": artifact.status, "revision": artifact.revision},
+        {
+            "version": artifact.version,
+            "status": artifact.status,
+            "revision": artifact.revision,
+            "claimed_by": claim.holder if claim is not None else None,
+        },
         headers={"Cache-Control": "no-store"},
     )
 
@@ -465,6 +494,7 @@ async def decide(request: Request, viewer: Viewer, artifact_id: _ArtifactId) -> 
             queue=queue,
         )
     application: Application = request.app.state.application
+    await application.workbench.release(artifact_id, viewer.principal.name)
     after = {"done": action}
     if queue:
         after["queue"] = queue

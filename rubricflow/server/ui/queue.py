@@ -34,7 +34,7 @@ from rubricflow.server.ui.access import Viewer, posted_form
 from rubricflow.server.ui.security import UiRoute
 from rubricflow.server.ui.templating import render
 
-__all__ = ["BUCKETS", "PAGE_SIZE", "next_in_queue", "router", "state_of"]
+__all__ = ["BUCKETS", "CLAIM_SECONDS", "PAGE_SIZE", "next_in_queue", "router", "state_of"]
 
 BUCKETS: tuple[QueueBucket, ...] = (
     QueueBucket("awaiting_approval", ("in_review",), awaiting_approval=True),
@@ -58,6 +58,16 @@ AGE_LABELS = {
     "7d": "7 days or more",
 }
 PAGE_SIZE = 50
+#: the queue's orders: by age (two directions), by score and by margin
+ORDER_LABELS = {
+    "newest": "Newest change first",
+    "oldest": "Waiting longest first",
+    "score": "Lowest score first",
+    "margin": "Closest to the threshold first",
+}
+#: how long opening an artifact claims it; the open page renews the claim as it checks
+#: the artifact's version (every few seconds), so a claim lapses soon after its tab closes
+CLAIM_SECONDS = 120.0
 #: the shortest gap between two `queue-changed` events of one stream
 MIN_EVENT_GAP_SECONDS = 0.5
 HEARTBEAT_SECONDS = 15.0
@@ -78,6 +88,11 @@ class QueueQuery:
     #: free text over titles, ids and last reasons
     q: str = ""
     submitter: str = ""
+    #: the latest evaluation's score at least / at most (as typed: "0.5"), and a
+    #: criterion it failed
+    score_min: str = ""
+    score_max: str = ""
+    criterion: str = ""
 
     def params(self, **changes: str) -> str:
         values = {**self.__dict__, **changes}
@@ -100,19 +115,35 @@ def _query(
     after: _Cursor = "",
     q: _Text = "",
     submitter: _Text = "",
+    score_min: _Bucket = "",
+    score_max: _Bucket = "",
+    criterion: _Text = "",
 ) -> QueueQuery:
     """The page's query string as a `QueueQuery` (a dependency both queue routes share):
-    unknown buckets, ages and orders fall back to the defaults."""
+    unknown buckets, ages and orders, and scores that are no number in [0, 1], fall back
+    to the defaults."""
     return QueueQuery(
         bucket=bucket if bucket in BUCKET_LABELS else "",
         type=type[:200],
         rubric=rubric[:200],
         age=age if age in AGES else "",
-        order="oldest" if order == "oldest" else "newest",
+        order=order if order in ORDER_LABELS else "newest",
         after=after[:500],
         q=q.strip()[:200],
         submitter=submitter.strip()[:200],
+        score_min=score_min.strip() if _score(score_min) is not None else "",
+        score_max=score_max.strip() if _score(score_max) is not None else "",
+        criterion=criterion.strip()[:200],
     )
+
+
+def _score(text: str) -> float | None:
+    """A score bound as typed, or None for none or anything but a number in [0, 1]."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        return None
+    return value if 0.0 <= value <= 1.0 else None
 
 
 _Filters = Annotated[QueueQuery, Depends(_query)]
@@ -153,7 +184,19 @@ async def _queue_filter(
         created_by=submitter,
         changed_before=datetime.now(timezone.utc) - age if age else None,
         search=query.q or None,
+        score_min=_score(query.score_min),
+        score_max=_score(query.score_max),
+        failed_criterion=query.criterion or None,
+        # a reviewer's queue skips what others are reviewing (their claims)
+        claimant=principal.name if principal.allows_role("reviewer") else None,
     )
+
+
+def _sort(query: QueueQuery) -> dict[str, Any]:
+    """`queue_page`'s order arguments for the query's order."""
+    if query.order in ("score", "margin"):
+        return {"sort": query.order}
+    return {"newest_first": query.order == "newest"}
 
 
 async def next_in_queue(
@@ -164,9 +207,7 @@ async def next_in_queue(
     query = _query(**_params_of(params))
     types = await _visible_types(application, principal)
     queue = await _queue_filter(application, principal, query, types)
-    page = await application.dashboard.queue_page(
-        queue, limit=3, newest_first=query.order == "newest"
-    )
+    page = await application.dashboard.queue_page(queue, limit=3, **_sort(query))
     return next((item.id for item in page.items if item.id != after_id), None)
 
 
@@ -177,10 +218,14 @@ async def _queue_view(request: Request, principal: Principal, query: QueueQuery)
     queue = await _queue_filter(application, principal, query, types)
     reads = application.dashboard
     cursor = QueueCursor.decode(query.after) if query.after else None
-    page = await reads.queue_page(
-        queue, limit=PAGE_SIZE, after=cursor, newest_first=query.order == "newest"
-    )
+    page = await reads.queue_page(queue, limit=PAGE_SIZE, after=cursor, **_sort(query))
     counts = await reads.queue_counts(queue)
+    reviewer = principal.allows_role("reviewer")
+    held = (
+        await application.workbench.others_claims(principal.name, types=queue.types)
+        if reviewer
+        else []
+    )
     return {
         "query": query,
         "items": page.items,
@@ -192,6 +237,8 @@ async def _queue_view(request: Request, principal: Principal, query: QueueQuery)
         "types": [t.name for t in types],
         "rubrics": rubrics,
         "ages": AGE_LABELS,
+        "orders": ORDER_LABELS,
+        "held": held,
         "live_params": query.params(),
         #: what an artifact link carries, so that a decision opens the next of this queue
         "from_params": urlencode({"queue": query.params(after="")})
@@ -307,7 +354,18 @@ async def bulk_decision(request: Request, viewer: Viewer) -> Response:
 def _params_of(params: str) -> dict[str, str]:
     """A queue query string as `_query`'s keyword arguments."""
     values = {k: v[0] for k, v in parse_qs(params[:2000]).items() if v}
-    names = ("bucket", "type", "rubric", "age", "order", "q", "submitter")
+    names = (
+        "bucket",
+        "type",
+        "rubric",
+        "age",
+        "order",
+        "q",
+        "submitter",
+        "score_min",
+        "score_max",
+        "criterion",
+    )
     return {k: values[k] for k in names if k in values}
 
 
