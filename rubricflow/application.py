@@ -18,10 +18,11 @@ from __future__ import annotations
 import builtins
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from rubricflow.core import Core, RubricSource, Trust, under_settings
 from rubricflow.errors import NotFoundError
+from rubricflow.records import SubmissionOutcome
 from rubricflow.settings import Settings, current, use
 from rubricflow.store import Store
 
@@ -52,6 +53,8 @@ from rubricflow.store.runs import RunOverview
 from rubricflow.store.tokens import ApiToken, IssuedToken, TokenStore
 from rubricflow.store.webhooks import DeliveryAttempt, WebhookDelivery, WebhookSubscription
 from rubricflow.store.workbench import Claim, Comment, ExportedDecision, Workbench
+
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:
     from rubricflow.calibration import LabelledExample, PassRateEstimate
@@ -533,6 +536,12 @@ class ArtifactsAPI(Protocol):
         title: str | None = None,
         artifact_id: str | None = None,
     ) -> Artifact: ...
+    async def create_and_submit(
+        self, type: str, content: Any, *, title: str | None = None, defer: bool = False
+    ) -> SubmissionOutcome: ...
+    async def submit_for_review(
+        self, artifact_id: str, *, defer: bool = False
+    ) -> SubmissionOutcome: ...
     async def get(self, artifact_id: str) -> Artifact: ...
     def list(
         self,
@@ -567,7 +576,7 @@ class LocalArtifacts:
         self._artifacts = application.artifacts
         self.actor = actor
 
-    async def _told(self, change: Awaitable[Artifact]) -> Artifact:
+    async def _told(self, change: Awaitable[_T]) -> _T:
         from rubricflow.errors import IllegalTransitionError, ReviewError
 
         try:
@@ -604,6 +613,24 @@ class LocalArtifacts:
         return await self._artifacts.create(
             type, content, actor=self.actor, title=title, artifact_id=artifact_id
         )
+
+    async def create_and_submit(
+        self, type: str, content: Any, *, title: str | None = None, defer: bool = False
+    ) -> SubmissionOutcome:
+        outcome = await self._told(
+            self._artifacts.create_and_submit(
+                type, content, actor=self.actor, title=title, defer=defer
+            )
+        )
+        return outcome.brief()
+
+    async def submit_for_review(
+        self, artifact_id: str, *, defer: bool = False
+    ) -> SubmissionOutcome:
+        outcome = await self._told(
+            self._artifacts.submit_for_review(artifact_id, actor=self.actor, defer=defer)
+        )
+        return outcome.brief()
 
     async def get(self, artifact_id: str) -> Artifact:
         return await self._artifacts.get(artifact_id)

@@ -136,7 +136,21 @@ async def _scenario(api: ArtifactsAPI) -> list[Any]:
     listed = [a.id async for a in api.list(type="note", limit=5)]
     archived = await api.archive(made.id, reason="done with it")
     events = await api.history(made.id)
+    submitted = await api.create_and_submit("note", '{"a": 1}', title="second")
+    draft = await api.create("note", "not json", artifact_id="n-3")
+    resubmitted = await api.submit_for_review(draft.id)
+    queued = await api.create_and_submit("note", "[]", defer=True)
+    outcomes = [
+        (
+            o.status,
+            o.queued,
+            [(e.rubric_id, e.verdict, e.passed, e.score) for e in o.evaluations],
+            sorted(o.to_dict()),
+        )
+        for o in (submitted, resubmitted, queued)
+    ]
     return [
+        outcomes,
         saved.name,
         [t.name for t in await api.list_types()],
         (await api.get(made.id)).title,
@@ -160,7 +174,7 @@ async def test_the_artifacts_api_is_one_path_in_process_and_over_http(tmp_path: 
             await application.register_rubrics(
                 [
                     RubricText(
-                        json.dumps(_rubric({"method": "deterministic", "function": "json_valid"}))
+                        json.dumps(_rubric({"method": "deterministic", "function": "valid_json"}))
                     )
                 ]
             )
@@ -179,4 +193,9 @@ async def test_the_artifacts_api_is_one_path_in_process_and_over_http(tmp_path: 
                     results.append(await _scenario(client))
     local, remote = results
     assert local == remote
-    assert local[4] == "archived" and local[3] == ["n-1"]
+    assert local[5] == "archived" and local[4] == ["n-1"]
+    assert [(status, queued) for status, queued, _, _ in local[0]] == [
+        ("approved", False),
+        ("needs_revision", False),
+        ("pending_review", True),
+    ]

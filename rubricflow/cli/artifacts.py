@@ -25,16 +25,13 @@ from rubricflow.cli.shared import (
     read_content,
     refuse_actor,
     run_api,
-    run_on,
     table,
 )
-from rubricflow.errors import IllegalTransitionError, NotFoundError, ReviewError
+from rubricflow.errors import NotFoundError
 
 if TYPE_CHECKING:
-    from rubricflow.application import Application, ArtifactsAPI
-    from rubricflow.client import AsyncClient
-    from rubricflow.review import Artifact, ReviewOutcome
-    from rubricflow.wire import ReviewOutcomeOut
+    from rubricflow.application import ArtifactsAPI
+    from rubricflow.records import Artifact, SubmissionOutcome
 
 T = TypeVar("T")
 
@@ -45,26 +42,6 @@ artifacts_app = typer.Typer(
 )
 
 
-def _run_transition(
-    db: str | None,
-    server: str | None,
-    token: str | None,
-    work: Callable[[Application], Awaitable[T]],
-    remote: Callable[[AsyncClient], Awaitable[T]],
-) -> T:
-    """`run_on` for commands that move an artifact: a refused trigger is told as a person
-    needs it (what they can do, and what to do about a review in progress) rather than as
-    the machine's full list of triggers (a server tells it so itself)."""
-
-    async def told(app: Application) -> T:
-        try:
-            return await work(app)
-        except IllegalTransitionError as error:
-            raise ReviewError(await app.artifacts.explain_refusal(error)) from None
-
-    return run_on(db, server, token, local=told, remote=remote)
-
-
 def _with_type_hint(error: NotFoundError, target: str) -> NotFoundError:
     """No artifact has this id; when it names a file, say how to submit the file."""
     if not Path(target).is_file():
@@ -73,28 +50,6 @@ def _with_type_hint(error: NotFoundError, target: str) -> NotFoundError:
         f"{error}. {target!r} is a file: to create an artifact from it and submit it, add "
         "--type TYPE (`rubricflow types list` shows the types)"
     )
-
-
-def _outcome_document(outcome: ReviewOutcomeOut) -> dict[str, Any]:
-    """A server's review outcome as `ReviewOutcome.to_dict()` gives it in process."""
-    return {
-        "artifact": outcome.artifact.to_dict(),
-        "status": outcome.status,
-        "queued": outcome.queued,
-        "reason": outcome.reason,
-        "evaluation_ids": [e.id for e in outcome.evaluations],
-        "evaluations": [
-            {
-                "id": e.id,
-                "rubric_id": e.rubric_id,
-                "rubric_version": e.rubric_version,
-                "verdict": e.verdict,
-                "score": e.score,
-                "feedback": e.feedback,
-            }
-            for e in outcome.evaluations
-        ],
-    }
 
 
 def _artifact_json(artifact: Artifact) -> dict[str, Any]:
@@ -172,30 +127,16 @@ def artifacts_submit(
     who = actor or actor_default()
     content = read_content(Path(target)) if type_name is not None else None
 
-    async def work(app: Application) -> tuple[Artifact, dict[str, Any]]:
-        outcome: ReviewOutcome
+    async def work(api: ArtifactsAPI) -> SubmissionOutcome:
         if type_name is not None:
-            outcome = await app.create_and_submit(
-                type_name, content, actor=who, title=title, defer=defer
-            )
-        else:
-            try:
-                outcome = await app.artifacts.submit_for_review(target, actor=who, defer=defer)
-            except NotFoundError as error:
-                raise _with_type_hint(error, target) from None
-        return outcome.artifact, outcome.to_dict()
+            return await api.create_and_submit(type_name, content, title=title, defer=defer)
+        try:
+            return await api.submit_for_review(target, defer=defer)
+        except NotFoundError as error:
+            raise _with_type_hint(error, target) from None
 
-    async def remote(client: AsyncClient) -> tuple[Artifact, dict[str, Any]]:
-        if type_name is not None:
-            outcome = await client.submit(type_name, content, title=title, defer=defer)
-        else:
-            try:
-                outcome = await client.submit_artifact(target, defer=defer)
-            except NotFoundError as error:
-                raise _with_type_hint(error, target) from None
-        return outcome.artifact, _outcome_document(outcome)
-
-    artifact, document = _run_transition(db, server, token, work, remote)
+    outcome = run_api(db, server, token, work, actor=who)
+    artifact, document = outcome.artifact, outcome.to_dict()
     if as_json:
         print_json(document)
     else:

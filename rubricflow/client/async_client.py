@@ -34,7 +34,7 @@ from rubricflow.client.problems import error_from_problem, error_from_response
 from rubricflow.client.sse import read_events
 from rubricflow.client.transport import RETRIED_ERRORS, RetryPolicy, should_retry
 from rubricflow.errors import ConfigurationError, DecisionTimeoutError, ServerError
-from rubricflow.records import Artifact, ArtifactEvent, ArtifactType
+from rubricflow.records import Artifact, ArtifactEvent, ArtifactType, SubmissionOutcome
 from rubricflow.results import Evaluation, Target
 from rubricflow.settings import current, env_name
 from rubricflow.wire import (
@@ -368,6 +368,18 @@ class AsyncClient:
             expected_version=expected_version,
             idempotency_key=idempotency_key,
         )
+
+    async def create_and_submit(
+        self, type: str, content: Any, *, title: str | None = None, defer: bool = False
+    ) -> SubmissionOutcome:
+        """`submit` as `ArtifactsAPI` has it: the outcome as both doors report it."""
+        return (await self.submit(type, content, title=title, defer=defer)).brief()
+
+    async def submit_for_review(
+        self, artifact_id: str, *, defer: bool = False
+    ) -> SubmissionOutcome:
+        """`submit_artifact` as `ArtifactsAPI` has it: the outcome as both doors report it."""
+        return (await self.submit_artifact(artifact_id, defer=defer)).brief()
 
     # --- artifacts: changes ------------------------------------------------------------------
     async def _change(

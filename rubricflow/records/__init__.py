@@ -6,8 +6,10 @@ from rubricflow.records.artifacts import (
     Artifact,
     ArtifactEvent,
     ArtifactType,
+    EvaluationBrief,
     ReviewPolicy,
     RubricBinding,
+    SubmissionOutcome,
 )
 from rubricflow.records.evaluations import CriterionPassRate, JudgeUsage
 from rubricflow.records.rubrics import RegisteredRubric, RubricVersionInfo
@@ -22,12 +24,14 @@ __all__ = [
     "ArtifactType",
     "CriterionPassRate",
     "DeliveryAttempt",
+    "EvaluationBrief",
     "IssuedToken",
     "JudgeUsage",
     "RegisteredRubric",
     "ReviewPolicy",
     "RubricBinding",
     "RubricVersionInfo",
+    "SubmissionOutcome",
     "WebhookDelivery",
     "WebhookSubscription",
 ]

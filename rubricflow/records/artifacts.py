@@ -41,11 +41,13 @@ __all__ = [
     "ArtifactEvent",
     "ArtifactType",
     "Change",
+    "EvaluationBrief",
     "Keep",
     "NewArtifact",
     "ReviewOutcome",
     "ReviewPolicy",
     "RubricBinding",
+    "SubmissionOutcome",
     "Submitting",
     "content_hash",
 ]
@@ -340,6 +342,67 @@ class ReviewOutcome:
     evaluations: list[Evaluation] = field(default_factory=list)
     queued: bool = False
     reason: str | None = None
+
+    @property
+    def approved(self) -> bool:
+        return self.artifact.status == "approved"
+
+    def brief(self) -> SubmissionOutcome:
+        """This outcome as every door reports it (`SubmissionOutcome`)."""
+        return SubmissionOutcome(
+            artifact=self.artifact,
+            queued=self.queued,
+            reason=self.reason,
+            evaluations=tuple(EvaluationBrief.of(e) for e in self.evaluations),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.brief().to_dict()
+
+
+@dataclass(frozen=True)
+class EvaluationBrief:
+    """An evaluation a review used, in brief: what a submission reports of it."""
+
+    id: str
+    rubric_id: str
+    rubric_version: str
+    verdict: str
+    passed: bool
+    score: float
+    coverage: float
+    feedback: str
+    margin: float | None = None
+
+    @classmethod
+    def of(cls, evaluation: Evaluation) -> EvaluationBrief:
+        return cls(
+            id=evaluation.id,
+            rubric_id=evaluation.rubric_id,
+            rubric_version=evaluation.rubric_version,
+            verdict=evaluation.verdict,
+            passed=evaluation.passed,
+            score=evaluation.score,
+            coverage=evaluation.coverage,
+            feedback=evaluation.feedback,
+            margin=evaluation.margin,
+        )
+
+
+@dataclass(frozen=True)
+class SubmissionOutcome:
+    """Where a submission left the artifact, as both doors report it: the in-process
+    `ArtifactsAPI` and the HTTP client give the same value, so a command that submits
+    has one path."""
+
+    artifact: Artifact
+    queued: bool = False
+    reason: str | None = None
+    evaluations: tuple[EvaluationBrief, ...] = ()
+
+    @property
+    def status(self) -> str:
+        return self.artifact.status
 
     @property
     def approved(self) -> bool:

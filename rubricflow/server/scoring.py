@@ -13,12 +13,12 @@ from typing import Annotated, Any
 from fastapi import Path
 
 from rubricflow.application import Application
+from rubricflow.core import RubricText
 from rubricflow.errors import ConfigurationError, NotFoundError
 from rubricflow.model import Rubric
 from rubricflow.results import Evaluation, Target
 from rubricflow.server.judging import judge_session
 from rubricflow.server.settings import ServerSettings
-from rubricflow.server.strangers import load_untrusted
 
 __all__ = [
     "PRINTABLE",
@@ -55,13 +55,11 @@ async def registered_rubric(application: Application, reference: str) -> Rubric:
 async def inline_rubric(
     application: Application, document: str, *, format: str | None, rubric_id: str | None
 ) -> Rubric:
-    """The one rubric of a stranger's document (or the one named `rubric_id`)."""
-    from rubricflow.validation import refuse_broken_configs
-
-    loaded = await asyncio.to_thread(
-        load_untrusted, document, format=format, plugins=application.plugins
+    """The one rubric of a stranger's document (or the one named `rubric_id`), loaded
+    through the core's one door (`Core.load_rubrics(trust="stranger")`)."""
+    (loaded,) = await application.load_rubrics(
+        [RubricText(document, source="<request>")], format=format, trust="stranger"
     )
-    refuse_broken_configs(loaded.rubrics, application.plugins, "<request>")
     if rubric_id is not None:
         chosen = [r for r in loaded.rubrics if r.id == rubric_id]
         if not chosen:

@@ -11,7 +11,14 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from rubricflow.identifiers import ID_PATTERN, valid_id
 from rubricflow.model import MAX_ID_LENGTH, MAX_NAME_LENGTH, MAX_VERSION_LENGTH
-from rubricflow.records.artifacts import Artifact, ArtifactType, ReviewPolicy, RubricBinding
+from rubricflow.records.artifacts import (
+    Artifact,
+    ArtifactType,
+    EvaluationBrief,
+    ReviewPolicy,
+    RubricBinding,
+    SubmissionOutcome,
+)
 
 if TYPE_CHECKING:
     from rubricflow.records.artifacts import ReviewOutcome
@@ -259,6 +266,31 @@ class ReviewOutcomeOut(BaseModel):
             reason=outcome.reason,
             evaluations=[EvaluationSummary.of(e) for e in outcome.evaluations],
         )
+
+    def brief(self) -> SubmissionOutcome:
+        """This outcome as the in-process door reports it (`ReviewOutcome.brief`)."""
+        return SubmissionOutcome(
+            artifact=self.artifact,
+            queued=self.queued,
+            reason=self.reason,
+            evaluations=tuple(
+                EvaluationBrief(**e.model_dump(include=_BRIEF_FIELDS)) for e in self.evaluations
+            ),
+        )
+
+
+#: the fields of `EvaluationSummary` that `EvaluationBrief` holds (all of them)
+_BRIEF_FIELDS = {
+    "id",
+    "rubric_id",
+    "rubric_version",
+    "verdict",
+    "passed",
+    "score",
+    "coverage",
+    "feedback",
+    "margin",
+}
 
 
 class ArtifactPage(BaseModel):

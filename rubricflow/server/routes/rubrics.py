@@ -15,11 +15,11 @@ from typing import Literal
 
 from fastapi import APIRouter, Query
 
+from rubricflow.core import refuse_untrusted
 from rubricflow.errors import Problem, RubricValidationError
 from rubricflow.server.auth import Admin, AppDep, Reviewer, Submitter
 from rubricflow.server.problems import PROBLEM_RESPONSES
 from rubricflow.server.scoring import PRINTABLE, IdPath, parse_reference
-from rubricflow.server.strangers import refuse_untrusted
 from rubricflow.wire.rubrics import (
     LintedRubric,
     LintReport,
