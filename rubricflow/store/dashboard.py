@@ -167,9 +167,21 @@ class QueueFilter:
             where.append(_contains((c.title, c.id, c.last_reason), self.search))
         return where + self._judged()
 
+    def _unclaimed(self) -> list[sa.ColumnElement[bool]]:
+        """Not claimed by anyone but `claimant` (a page's rows only: the counts hold every
+        waiting artifact, claimed or not, and stay an index-only scan)."""
+        if self.claimant is None:
+            return []
+        c, k = _artifacts.c, _claims.c
+        now = to_utc(self.now) if self.now is not None else utcnow()
+        held = sa.select(sa.literal(1)).where(
+            k.artifact_id == c.id, k.holder != self.claimant, k.expires_at > now
+        )
+        return [sa.not_(held.exists())]
+
     def _judged(self) -> list[sa.ColumnElement[bool]]:
-        """The filters on the artifacts' evaluations and claims."""
-        c, e, r, k = _artifacts.c, _evaluations.c, _criteria.c, _claims.c
+        """The filters on the artifacts' evaluations."""
+        c, e, r = _artifacts.c, _evaluations.c, _criteria.c
         where: list[sa.ColumnElement[bool]] = []
         if self.score_min is not None:
             where.append(_latest(e.score) >= self.score_min)
@@ -187,12 +199,6 @@ class QueueFilter:
                 )
             )
             where.append(failed.exists())
-        if self.claimant is not None:
-            now = to_utc(self.now) if self.now is not None else utcnow()
-            held = sa.select(sa.literal(1)).where(
-                k.artifact_id == c.id, k.holder != self.claimant, k.expires_at > now
-            )
-            where.append(sa.not_(held.exists()))
         return where
 
 
@@ -360,7 +366,11 @@ class DashboardQueries:
             return QueuePage((), None)
         by_value = sort in ("score", "margin")
         bucket = sa.case(*[(clause, name) for name, clause in clauses], else_="").label("bucket")
-        where = [sa.or_(*[clause for _, clause in clauses]), *queue._common()]
+        where = [
+            sa.or_(*[clause for _, clause in clauses]),
+            *queue._common(),
+            *queue._unclaimed(),
+        ]
         columns: list[Any] = [
             c.id,
             c.type,
