@@ -36,7 +36,9 @@ __all__ = [
     "TextPart",
     "ToolCall",
     "content_schemas",
+    "conversation_of",
     "image_size",
+    "inline_images",
     "read_conversation",
 ]
 
@@ -161,6 +163,11 @@ def read_conversation(
 ) -> Conversation | None:
     """The conversation `content` holds, or None when it is not one. A list of messages
     (each with a `role`), or an object with `messages` (and Anthropic's `system`)."""
+    return _read(content, _Reader(bounds, base_dir))
+
+
+def _read(content: Any, reader: _Reader) -> Conversation | None:
+    bounds = reader.bounds
     system: Any = None
     if isinstance(content, Mapping) and isinstance(content.get("messages"), list):
         messages, system = content["messages"], content.get("system")
@@ -170,7 +177,6 @@ def read_conversation(
         return None
     if not all(_is_message(m) for m in messages):
         raise ConfigurationError("every message of a conversation needs a `role` (a string)")
-    reader = _Reader(bounds, base_dir)
     out: list[Message] = []
     if system is not None:
         out.append(Message(role="system", content=reader.parts(system, "$.system")))
@@ -179,6 +185,34 @@ def read_conversation(
     if len(out) > bounds.max_messages:
         _over("max_messages", f"{len(out)} messages", bounds.max_messages, "$.messages")
     return Conversation(messages=tuple(out))
+
+
+_PARSED = "_rubricflow_conversation"
+
+
+def conversation_of(target: Any) -> Conversation | None:
+    """The conversation a target's content holds (None for text and other JSON), read
+    once per target: the answer is kept on the target beside the very content object it
+    was read from, so a copy of the target with other content reads its own."""
+    content = target.content
+    kept = target.__dict__.get(_PARSED)
+    if kept is not None and kept[0] is content:
+        return kept[1]  # type: ignore[no-any-return]
+    conversation = read_conversation(content)
+    target.__dict__[_PARSED] = (content, conversation)
+    return conversation
+
+
+def inline_images(content: Any, base_dir: Path | None) -> Any:
+    """`content` with its image file paths read (inside `base_dir`, local use only) and
+    put inline, so later readers need no folder; content without file images as is."""
+    if base_dir is None:
+        return content
+    reader = _Reader(DEFAULT_CONVERSATION_BOUNDS, base_dir)
+    conversation = _read(content, reader)
+    if conversation is None or not reader.files:
+        return content
+    return conversation.canonical()
 
 
 def _over(bound: str, what: str, limit: int, path: str) -> None:
@@ -194,6 +228,7 @@ class _Reader:
         self.bounds = bounds
         self.base_dir = base_dir
         self.images = 0
+        self.files = 0
 
     def message(self, raw: Mapping[str, Any], path: str) -> list[Message]:
         role = raw["role"]
@@ -332,6 +367,7 @@ class _Reader:
             raise ConfigurationError(f"{path}: no image file {name!r} under {base}")
         with file.open("rb") as handle:
             data = handle.read(self.bounds.max_image_bytes + 1)
+        self.files += 1
         return data
 
 

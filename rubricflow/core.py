@@ -218,14 +218,14 @@ class Core:
         carries the judge (`{"llm": spec or LLMSession}`) and its settings. A target whose
         content breaks the content bounds is a `ContentBoundsError`, before any is scored."""
         from rubricflow.content_bounds import check_content_bounds
-        from rubricflow.conversation import read_conversation
+        from rubricflow.conversation import conversation_of
         from rubricflow.engine.executor import evaluate_many
         from rubricflow.targets import as_target
 
         prepared = [as_target(target) for target in targets]
         for index, target in enumerate(prepared):
             check_content_bounds(target.content, f"target {index} content")
-            read_conversation(target.content)  # a conversation's shape and bounds
+            conversation_of(target)  # a conversation's shape and bounds (read once)
         extra: dict[str, Any] = {} if concurrency is None else {"concurrency": concurrency}
         stream = evaluate_many(
             rubric,

@@ -18,7 +18,7 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from rubricflow.conversation import read_conversation
+from rubricflow.conversation import conversation_of, inline_images
 from rubricflow.errors import ConfigurationError, RubricflowError
 from rubricflow.formats.document import (
     INPUT_SETTING,
@@ -38,17 +38,22 @@ class TargetInputError(RubricflowError):
     """A target file cannot be read or holds something that is not a target."""
 
 
-def as_target(value: Target | Mapping[str, Any] | str | list[Any]) -> Target:
+def as_target(
+    value: Target | Mapping[str, Any] | str | list[Any], *, base_dir: Path | None = None
+) -> Target:
     """Accept a `Target`, a mapping with `content` (and optional id, query, reference,
-    metadata), plain text, or a conversation (a list of messages, each with a `role`)."""
+    metadata), plain text, or a conversation (a list of messages, each with a `role`).
+    `base_dir` (local use: the folder of the file the target came from) lets a
+    conversation name image files inside it; they are read and put inline."""
     if isinstance(value, Target):
         return value
     _refuse_lone_surrogates(value)
     if isinstance(value, str):
         return Target(content=value)
     if _is_conversation(value):
-        read_conversation(value)  # its shape and bounds, refused here with the path
-        return Target(content=list(value))
+        target = Target(content=inline_images(list(value), base_dir))
+        conversation_of(target)  # its shape and bounds, refused here with the path
+        return target
     if isinstance(value, Mapping):
         if "content" not in value:
             raise ConfigurationError(
@@ -58,14 +63,16 @@ def as_target(value: Target | Mapping[str, Any] | str | list[Any]) -> Target:
         data = dict(value)
         if isinstance(data.get("id"), int | float) and not isinstance(data.get("id"), bool):
             data["id"] = str(data["id"])
-        read_conversation(data["content"])  # a conversation's shape and bounds, at the door
+        data["content"] = inline_images(data["content"], base_dir)
         try:
-            return Target.model_validate(data)
+            target = Target.model_validate(data)
         except ValidationError as error:
             detail = "; ".join(
                 f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors()
             )
             raise ConfigurationError(f"invalid target: {detail}") from None
+        conversation_of(target)  # a conversation's shape and bounds, at the door
+        return target
     raise ConfigurationError(
         f"a target is text or a mapping with `content`, got {type(value).__name__}"
     )
@@ -90,31 +97,32 @@ def _refuse_lone_surrogates(value: Any) -> None:
         )
 
 
-def _target(value: Any, where: str) -> Target:
+def _target(value: Any, where: str, base_dir: Path | None = None) -> Target:
     if not isinstance(value, dict):
         raise TargetInputError(
             f"{where}: a target is an object with `content` (and optional id, query, "
             f"reference, metadata), got {type(value).__name__}"
         )
     try:
-        return as_target(value)
+        return as_target(value, base_dir=base_dir)
     except ConfigurationError as error:
         raise TargetInputError(f"{where}: {error}") from None
 
 
-def _jsonl(lines: Iterator[str], name: str) -> Iterator[Target]:
+def _jsonl(lines: Iterator[str], name: str, base_dir: Path | None = None) -> Iterator[Target]:
     for number, value in json_lines(lines, name, TargetInputError):
-        target = _target(value, f"{name} line {number}")
+        target = _target(value, f"{name} line {number}", base_dir)
         if target.id is None:
             target = target.model_copy(update={"id": f"line-{number}"})
         yield target
 
 
-def read_targets(source: str | Path) -> Iterator[Target]:
+def read_targets(source: str | Path, *, base_dir: Path | None = None) -> Iterator[Target]:
     """Targets from `source`: a .jsonl file (streamed), a .json/.yaml file holding one
-    target object, or `-` for stdin (JSONL, or one JSON/YAML object)."""
+    target object, or `-` for stdin (JSONL, or one JSON/YAML object). With `base_dir`
+    (local use), a conversation's image file paths are read inside that folder."""
     if str(source) == "-":
-        yield from _stdin()
+        yield from _stdin(base_dir)
         return
     path = Path(source)
     name = str(source)
@@ -124,10 +132,10 @@ def read_targets(source: str | Path) -> Iterator[Target]:
 
     with open_regular_file(path, refuse, what="target file (.jsonl, .json or .yaml)") as stream:
         if path.suffix.lower() in (".jsonl", ".ndjson"):
-            yield from _jsonl(bounded_lines(stream, name, TargetInputError), name)
+            yield from _jsonl(bounded_lines(stream, name, TargetInputError), name, base_dir)
             return
         raw = read_capped(stream, refuse, what="the file")
-    yield from _document(_utf8(raw, name), name, path.suffix)
+    yield from _document(_utf8(raw, name), name, path.suffix, base_dir)
 
 
 def _utf8(raw: bytes, name: str) -> str:
@@ -137,15 +145,15 @@ def _utf8(raw: bytes, name: str) -> str:
         raise TargetInputError(f"{name}: not UTF-8 text; save it as UTF-8") from None
 
 
-def _document(text: str, name: str, suffix: str) -> Iterator[Target]:
+def _document(text: str, name: str, suffix: str, base_dir: Path | None = None) -> Iterator[Target]:
     try:
         value = parse_text(text, name, suffix=suffix)
     except RubricflowError as error:
         raise TargetInputError(str(error)) from None
-    yield _target(value, name)
+    yield _target(value, name, base_dir)
 
 
-def _stdin() -> Iterator[Target]:
+def _stdin(base_dir: Path | None = None) -> Iterator[Target]:
     """JSONL or one JSON/YAML document from stdin, told apart by the first non-blank
     line; read in bounded pieces like a file (stdin may be a pipe of any length)."""
     stream: IO[bytes] = (
@@ -173,11 +181,11 @@ def _stdin() -> Iterator[Target]:
             return TargetInputError(f"stdin: {reason}")
 
         rest = _capped_rest(stream, refuse, len(head))
-        yield from _document(_utf8(head + rest, "stdin"), "stdin", "")
+        yield from _document(_utf8(head + rest, "stdin"), "stdin", "", base_dir)
         return
     except (RecursionError, ValueError):
         pass  # json_lines reports it with its line number
-    yield from _jsonl(_chain(read, lines), "stdin")
+    yield from _jsonl(_chain(read, lines), "stdin", base_dir)
 
 
 def _capped_rest(stream: IO[bytes], refuse: Callable[[str], TargetInputError], used: int) -> bytes:

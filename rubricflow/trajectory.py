@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rubricflow.conversation import Conversation, read_conversation
+from rubricflow.conversation import Conversation, conversation_of
 from rubricflow.hookspecs import config_schema, hookimpl
 from rubricflow.results import Target
 from rubricflow.scorers.schema import bounded_validator_class
@@ -45,7 +45,7 @@ def trajectory_calls(target: Target) -> list[Call]:
             Call(i, c.get("message"), str(c["name"]), c.get("arguments", {}), c.get("id"))
             for i, c in enumerate(content, start=1)
         ]
-    conversation = read_conversation(content)
+    conversation = conversation_of(target)
     if conversation is None:
         raise ValueError("a trajectory check needs a conversation or a list of tool calls")
     return [
@@ -185,7 +185,7 @@ def step_count(target: Target, max: int, min: int = 0) -> CheckResult:
 
 
 def _conversation(target: Target) -> Conversation:
-    conversation = read_conversation(target.content)
+    conversation = conversation_of(target)
     if conversation is None:
         raise ValueError(
             "final_answer_follows_tools needs the conversation (not scope: trajectory)"

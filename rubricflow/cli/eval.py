@@ -233,6 +233,7 @@ def _gather(
     outputs: Path | None,
     plugins: Any,
     allow_import: bool,
+    source: str | None = None,
 ) -> tuple[_Cases, str | None]:
     from rubricflow.suites import load_suite, read_outputs, suite_targets
     from rubricflow.targets import read_targets
@@ -241,6 +242,8 @@ def _gather(
     if outputs is not None:
         with user_errors():
             given_outputs = read_outputs(outputs)
+    if target is None and source is not None:
+        fail(f"--from {source} needs TARGET: the trace or log file to read")
     if target is None:
         document = _suite_document(first)
         if document is None:
@@ -251,6 +254,8 @@ def _gather(
     rubric, source_format = pick_rubric(first, format, rubric_id, plugins)
     refuse_unregistered_imports(rubric, plugins, allow_import)
     path = Path(target)
+    if source is not None:
+        return _trace_cases(rubric, target, source, outputs), source_format
     document = None if target == "-" else _suite_document(path)
     if document is not None:
         with user_errors():
@@ -263,8 +268,31 @@ def _gather(
     total = _count_lines(path) if path.suffix.lower() in (".jsonl", ".ndjson") else None
     if total is None and target != "-":
         total = 1
-    pairs = ((rubric, t) for t in read_targets(target))
+    base_dir = Path.cwd() if target == "-" else path.parent  # image files: local use
+    pairs = ((rubric, t) for t in read_targets(target, base_dir=base_dir))
     return _Cases(pairs, total, rubric, target), source_format
+
+
+def _trace_cases(rubric: Rubric, target: str, source: str, outputs: Path | None) -> _Cases:
+    """`--from otel|openai-chat`: one target per trace or logged call, read (and checked)
+    before any is judged; the readers name the file, line and field of a problem."""
+    from rubricflow.traces import read_trace_targets
+
+    if outputs is not None:
+        fail("--outputs goes with an evaluation suite, not --from")
+    if target == "-":
+        fail(f"--from {source} reads a file; give its path, not -")
+    with user_errors():
+        found = list(read_trace_targets(target, source))
+    return _Cases(iter([(rubric, t) for t in found]), len(found), rubric, target)
+
+
+def _trace_format(source: str | None) -> str | None:
+    from rubricflow.traces import TRACE_FORMATS
+
+    if source is not None and source not in TRACE_FORMATS:
+        fail(f"--from {source}: not a trace format; use one of {', '.join(TRACE_FORMATS)}")
+    return source
 
 
 def _suite_cases(suite: Any, suite_targets: Any, plugins: Any, allow_import: bool) -> _Cases:
@@ -556,6 +584,16 @@ def eval_command(
     allow_import: AllowImportOption = False,
     format: FormatOption = None,
     rubric_id: RubricIdOption = None,
+    source: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            metavar="otel|openai-chat",
+            help="Read TARGET as traces: otel, OpenTelemetry GenAI spans as OTLP JSON (one "
+            "conversation or trajectory per trace); openai-chat, chat-completion logs (one "
+            "per logged call).",
+        ),
+    ] = None,
     db: Annotated[
         str | None,
         typer.Option(
@@ -689,6 +727,7 @@ def eval_command(
         outputs=outputs,
         plugins=plugins,
         allow_import=allow_import,
+        source=_trace_format(source),
     )
     rubric = cases.rubric
     rubrics: dict[str, Rubric] = {}

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from fractions import Fraction
 from typing import Any
 
-from rubricflow.conversation import Conversation, read_conversation
+from rubricflow.conversation import Conversation, conversation_of
 from rubricflow.engine.aggregate import Number, criterion_passed
 from rubricflow.model import Criterion
 from rubricflow.results import CriterionResult, Target
@@ -23,18 +23,41 @@ __all__ = ["aggregate_turns", "score_scoped", "trajectory_target", "turn_target"
 Score = Callable[[Criterion, Target], Awaitable[Any]]
 
 
+def _turn_content(conversation: Conversation, index: int) -> Any:
+    """The turn's text; when the turn or the user message it answers holds images, the
+    messages from that user message to the turn (a short conversation), so a judge of the
+    turn sees its images."""
+    messages = conversation.messages
+    start = next((i for i in range(index - 1, -1, -1) if messages[i].role == "user"), index)
+    window = messages[start : index + 1]
+    if not any(m.images for m in window):
+        return messages[index].text
+    return [m.model_dump(mode="json", exclude_none=True) for m in window]
+
+
+def _part(target: Target, content: Any, **update: Any) -> Target:
+    """A new target for part of `target` (not a copy: nothing read from the whole, such
+    as its content hash, carries over)."""
+    fields = {
+        "content": content,
+        "id": target.id,
+        "query": target.query,
+        "reference": target.reference,
+        "metadata": target.metadata,
+    }
+    return Target(**{**fields, **update})
+
+
 def turn_target(target: Target, conversation: Conversation, index: int, turn: int) -> Target:
     """The target for assistant turn `turn` (1-based), message `index`."""
-    message = conversation.messages[index]
     query = next(
         (m.text for m in reversed(conversation.messages[:index]) if m.role == "user"), None
     )
-    return target.model_copy(
-        update={
-            "content": message.text,
-            "query": query if query is not None else target.query,
-            "metadata": {**target.metadata, "turn": turn, "message_index": index},
-        }
+    return _part(
+        target,
+        _turn_content(conversation, index),
+        query=query if query is not None else target.query,
+        metadata={**target.metadata, "turn": turn, "message_index": index},
     )
 
 
@@ -44,7 +67,7 @@ def trajectory_target(target: Target, conversation: Conversation) -> Target:
         {"message": index, "name": call.name, "arguments": call.arguments, "id": call.id}
         for index, call in conversation.tool_calls()
     ]
-    return target.model_copy(update={"content": calls})
+    return _part(target, calls)
 
 
 async def score_scoped(criterion: Criterion, target: Target, score: Score, bar: Number) -> Any:
@@ -52,7 +75,7 @@ async def score_scoped(criterion: Criterion, target: Target, score: Score, bar: 
     scope = criterion.scope
     if scope in (None, "conversation"):
         return await score(criterion, target)
-    conversation = read_conversation(target.content)
+    conversation = conversation_of(target)
     if conversation is None:
         return await score(criterion, target)
     if scope == "trajectory":

@@ -16,7 +16,7 @@ import json
 import re
 from html import escape
 
-from rubricflow.conversation import Conversation, ImagePart, Message, read_conversation
+from rubricflow.conversation import Conversation, ImagePart, Message, conversation_of
 from rubricflow.errors import RubricflowError
 from rubricflow.llm.base import LLMProvider
 from rubricflow.results import Target
@@ -52,7 +52,7 @@ def sees_images(model: str, vision: bool | None) -> bool:
 
 def _conversation(target: Target) -> Conversation | None:
     try:
-        return read_conversation(target.content)
+        return conversation_of(target)
     except (ValueError, RubricflowError):  # not one we can read: the judge sees its JSON
         return None
 
