@@ -585,46 +585,39 @@ class DashboardQueries:
 
 async def _judged(connection: Any, rows: Sequence[Any]) -> dict[str, dict[str, Any]]:
     """The latest evaluation of each row's current revision (score, verdict, margin) and
-    the criteria it failed, by artifact id: two queries for a page, whatever its size."""
+    the criteria it failed, by artifact id: two queries for a page, whatever its size,
+    each a seek per artifact on an index (`artifact_id IN (...)`: a row-value IN list
+    would scan the table on SQLite)."""
     if not rows:
         return {}
     e, r = _evaluations.c, _criteria.c
-    keys = sorted({(row.id, int(row.revision)) for row in rows})
-    ranked = (
-        sa.select(
-            e.id,
-            e.artifact_id,
-            e.score,
-            e.verdict,
-            e.margin,
-            sa.func.row_number()
-            .over(
-                partition_by=(e.artifact_id, e.revision),
-                order_by=(e.created_at.desc(), e.id.desc()),
-            )
-            .label("newest"),
-        )
-        .where(sa.tuple_(e.artifact_id, e.revision).in_(keys))
-        .subquery("ranked")
+    current = {row.id: int(row.revision) for row in rows}
+    found = await connection.execute(
+        sa.select(e.id, e.artifact_id, e.revision, e.score, e.verdict, e.margin, e.created_at)
+        .where(e.artifact_id.in_(sorted(current)))
+        .order_by(e.artifact_id, e.created_at.desc(), e.id.desc())
     )
-    latest = (await connection.execute(sa.select(ranked).where(ranked.c.newest == 1))).all()
+    latest: dict[str, Any] = {}
+    for row in found:
+        if row.revision == current[row.artifact_id] and row.artifact_id not in latest:
+            latest[row.artifact_id] = row
     if not latest:
         return {}
-    owner = {row.id: row.artifact_id for row in latest}
+    owner = {row.id: artifact_id for artifact_id, row in latest.items()}
     failed: dict[str, list[str]] = {}
-    found = await connection.execute(
+    marks = await connection.execute(
         sa.select(r.evaluation_id, r.criterion_id)
         .where(r.evaluation_id.in_(sorted(owner)), r.passed.is_(sa.false()))
         .order_by(r.evaluation_id, r.position)
     )
-    for row in found:
+    for row in marks:
         failed.setdefault(owner[row.evaluation_id], []).append(row.criterion_id)
     return {
-        row.artifact_id: {
+        artifact_id: {
             "score": float(row.score),
             "verdict": row.verdict,
             "margin": None if row.margin is None else float(row.margin),
-            "failed": tuple(failed.get(row.artifact_id, ())),
+            "failed": tuple(failed.get(artifact_id, ())),
         }
-        for row in latest
+        for artifact_id, row in latest.items()
     }

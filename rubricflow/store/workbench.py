@@ -384,10 +384,11 @@ class Workbench:
 async def _judged(
     connection: AsyncConnection, rows: Sequence[Any]
 ) -> dict[tuple[str, int], list[Any]]:
-    """The latest evaluation per rubric of each decided revision among `rows`."""
+    """The latest evaluation per rubric of each decided revision among `rows` (read by
+    `artifact_id IN (...)`, a seek per artifact: a row-value IN list scans on SQLite)."""
     e = _evaluations.c
-    keys = sorted({(r.artifact_id, int(r.revision)) for r in rows})
-    ranked = (
+    keys = {(r.artifact_id, int(r.revision)) for r in rows}
+    found = await connection.execute(
         sa.select(
             e.id,
             e.artifact_id,
@@ -396,22 +397,17 @@ async def _judged(
             e.rubric_version,
             e.verdict,
             e.score,
-            sa.func.row_number()
-            .over(
-                partition_by=(e.artifact_id, e.revision, e.rubric_id),
-                order_by=(e.created_at.desc(), e.id.desc()),
-            )
-            .label("newest"),
         )
-        .where(sa.tuple_(e.artifact_id, e.revision).in_(keys))
-        .subquery("ranked")
-    )
-    found = await connection.execute(
-        sa.select(ranked).where(ranked.c.newest == 1).order_by(ranked.c.rubric_id)
+        .where(e.artifact_id.in_(sorted({k[0] for k in keys})))
+        .order_by(e.artifact_id, e.revision, e.rubric_id, e.created_at.desc(), e.id.desc())
     )
     judged: dict[tuple[str, int], list[Any]] = {}
+    seen: set[tuple[str, int, str]] = set()
     for row in found:
-        judged.setdefault((row.artifact_id, int(row.revision)), []).append(row)
+        key = (row.artifact_id, int(row.revision))
+        if key in keys and (*key, row.rubric_id) not in seen:
+            seen.add((*key, row.rubric_id))
+            judged.setdefault(key, []).append(row)
     return judged
 
 
@@ -438,14 +434,15 @@ async def _marks(
     by_evaluation: dict[str, list[tuple[str, bool]]] = {}
     for row in criteria:
         by_evaluation.setdefault(row.evaluation_id, []).append((row.criterion_id, bool(row.passed)))
-    keys = sorted({(r.artifact_id, int(r.seq)) for r in rows})
+    keys = {(r.artifact_id, int(r.seq)) for r in rows}
     wrong = {
         (m.artifact_id, int(m.event_seq), m.evaluation_id, m.criterion_id)
         for m in await connection.execute(
             sa.select(k.artifact_id, k.event_seq, k.evaluation_id, k.criterion_id).where(
-                sa.tuple_(k.artifact_id, k.event_seq).in_(keys)
+                k.artifact_id.in_(sorted({key[0] for key in keys}))
             )
         )
+        if (m.artifact_id, int(m.event_seq)) in keys
     }
     marks: dict[tuple[int, str], tuple[CriterionMark, ...]] = {}
     for row in rows:

@@ -170,3 +170,45 @@ async def test_comments_and_the_decision_export(server_db: str) -> None:
         assert [d async for d in bench.decisions(types=("other",))] == []
         later = datetime.now(timezone.utc) + timedelta(hours=1)
         assert [d async for d in bench.decisions(since=later)] == []
+
+
+async def test_a_queue_page_is_three_indexed_queries(server_db: str) -> None:
+    """Whatever the queue holds, a page is three statements (the rows, then their latest
+    evaluations and failed criteria), and on SQLite each state's rows come in order from
+    the (status, updated_at, id) index: no sort of every queued artifact (issue 29,
+    item 12: the 10,000-artifact queue itself is timed by `python -m benchmarks
+    dashboard-queue`, not here)."""
+    import sqlite3
+
+    from sqlalchemy import event
+
+    async with await Application.open(server_db) as app:
+        await _fill(app)
+        reads = DashboardQueries(app.store.database)
+        engine = app.store.database._reads.sync_engine
+        seen: list[tuple[str, object]] = []
+
+        def record(_c: object, _cur: object, statement: str, params: object, *_: object) -> None:
+            seen.append((statement, params))
+
+        event.listen(engine, "before_cursor_execute", record)
+        try:
+            for limit in (3, 100):
+                seen.clear()
+                page = await reads.queue_page(
+                    QueueFilter(buckets=BUCKETS, claimant="alice"), limit=limit
+                )
+                assert page.items and len(seen) == 3, [s for s, _ in seen]
+        finally:
+            event.remove(engine, "before_cursor_execute", record)
+        if not server_db.startswith("sqlite"):
+            return
+        statement, params = seen[0]
+        path = server_db.split("///", 1)[1]
+        with sqlite3.connect(path) as plain:
+            plan = " | ".join(
+                row[-1]
+                for row in plain.execute(f"EXPLAIN QUERY PLAN {statement}", params)  # type: ignore[arg-type]
+            )
+        assert "ix_artifacts_status_updated" in plan, plan
+        assert "SCAN artifacts" not in plan, plan
