@@ -16,6 +16,15 @@ from rubricflow.calibration import (
     read_labels,
     weighted_kappa,
 )
+from rubricflow.conversation import (
+    Conversation,
+    ConversationBounds,
+    ImagePart,
+    Message,
+    TextPart,
+    ToolCall,
+    read_conversation,
+)
 from rubricflow.engine import evaluate, evaluate_many, evaluate_sync
 from rubricflow.engine.executor import evaluate_cases
 from rubricflow.engine.meta import MetaReport, assess_rubric
@@ -23,6 +32,7 @@ from rubricflow.errors import (
     ArtifactConflictError,
     AuthenticationError,
     ConfigurationError,
+    ContentBoundsError,
     ContentValidationError,
     DecisionTimeoutError,
     FormatDetectionError,
@@ -71,6 +81,7 @@ from rubricflow.results import CriterionResult, Evaluation, Target
 from rubricflow.runs import RunData, RunInfo, RunSummary, read_results_file, summarize
 from rubricflow.scorers.base import CheckResult, Scorer, ScoringContext
 from rubricflow.suites import Suite, SuiteCase, SuiteError, load_suite
+from rubricflow.targets import TargetInputError
 from rubricflow.validation import FileReport, validate_file
 
 if TYPE_CHECKING:
@@ -86,6 +97,7 @@ if TYPE_CHECKING:
     from rubricflow.report import render_report, write_report
     from rubricflow.review import ArtifactRegistry, ArtifactType, RubricBinding
     from rubricflow.store import RubricRegistry, Store
+    from rubricflow.traces import read_openai_chat, read_otel
 
 __version__ = _metadata.version("rubricflow")
 
@@ -107,6 +119,8 @@ _LAZY = {
     "RubricBinding": "rubricflow.review",
     "RubricRegistry": "rubricflow.store",
     "Store": "rubricflow.store",
+    "read_openai_chat": "rubricflow.traces",
+    "read_otel": "rubricflow.traces",
 }
 
 
@@ -128,7 +142,10 @@ __all__ = [
     "CalibrationReport",
     "CheckResult",
     "ConfigurationError",
+    "ContentBoundsError",
     "ContentValidationError",
+    "Conversation",
+    "ConversationBounds",
     "Criterion",
     "CriterionResult",
     "DecisionTimeoutError",
@@ -139,9 +156,11 @@ __all__ = [
     "GeneratedRubric",
     "GroupRanking",
     "IllegalTransitionError",
+    "ImagePart",
     "LabelledExample",
     "Level",
     "LoadedFile",
+    "Message",
     "MetaReport",
     "NotFoundError",
     "Panel",
@@ -180,6 +199,9 @@ __all__ = [
     "SuiteCase",
     "SuiteError",
     "Target",
+    "TargetInputError",
+    "TextPart",
+    "ToolCall",
     "UnsafeImportError",
     "WebhookError",
     "__version__",
@@ -206,7 +228,10 @@ __all__ = [
     "load_suite",
     "parse_rubric",
     "rank_group",
+    "read_conversation",
     "read_labels",
+    "read_openai_chat",
+    "read_otel",
     "read_results_file",
     "render_report",
     "summarize",
