@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from rubricflow.conversation import read_conversation
 from rubricflow.errors import ConfigurationError, NotFoundError, ReviewError
 from rubricflow.identifiers import check_id
 from rubricflow.review.content_schema import check_content_schema
@@ -85,6 +86,7 @@ class ArtifactCommands:
         """What `create` writes: the artifact (content and metadata checked as JSON) in
         the lifecycle's states for a new one, with a new id unless one is given."""
         check_json(content, "content")
+        read_conversation(content)  # a conversation's shape and bounds, at the door
         check_json(dict(metadata or {}), "metadata")
         lifecycle = self._context.lifecycle
         return NewArtifact(
@@ -222,6 +224,7 @@ class ArtifactCommands:
     ) -> Artifact:
         """New content as a new revision (in `draft`); the old revision is superseded."""
         check_json(content, "content")
+        read_conversation(content)  # a conversation's shape and bounds, at the door
         context = self._context
         lifecycle = context.lifecycle
         artifact = await context.repository.get(artifact_id)

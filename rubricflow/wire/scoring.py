@@ -3,9 +3,9 @@ answer, and one line of the NDJSON answer."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from rubricflow.content_bounds import check_content_bounds
 from rubricflow.model import NUL_MESSAGE
@@ -13,7 +13,15 @@ from rubricflow.results import Evaluation, Target
 from rubricflow.wire.problems import ApiProblem
 from rubricflow.wire.rubrics import MAX_DOCUMENT_CHARS
 
-__all__ = ["NDJSON", "EvaluateRequest", "EvaluateResponse", "EvaluationLine", "RubricRef", "Tally"]
+__all__ = [
+    "NDJSON",
+    "EvaluateRequest",
+    "EvaluateResponse",
+    "EvaluationLine",
+    "RubricRef",
+    "Tally",
+    "Traces",
+]
 
 NDJSON = "application/x-ndjson"
 
@@ -25,8 +33,32 @@ def _storable(value: str) -> str:
     return value
 
 
+class Traces(BaseModel):
+    """Traces to read into targets, with the readers of `rubricflow eval --from`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: Literal["otel", "openai-chat"] = Field(
+        description="otel: OpenTelemetry GenAI spans as OTLP JSON (one target per trace); "
+        "openai-chat: chat-completion log lines (one target per logged call)"
+    )
+    data: list[Any] | dict[str, Any] = Field(
+        description="otel: an OTLP JSON ExportTraceServiceRequest, or a list of them; "
+        "openai-chat: a list of log lines (objects with `messages` and the answer)"
+    )
+
+    def targets(self) -> list[Target]:
+        from rubricflow.traces import chat_log_targets, otel_targets
+
+        items = self.data if isinstance(self.data, list) else [self.data]
+        if self.format == "otel":
+            return list(otel_targets(items, "traces.data"))
+        return list(chat_log_targets(items, "traces.data"))
+
+
 class EvaluateRequest(BaseModel):
-    """A rubric (`rubric`, or `document` inline) and one `target` or many `targets`."""
+    """A rubric (`rubric`, or `document` inline) and one `target`, many `targets`, or
+    `traces` read into targets."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -54,13 +86,20 @@ class EvaluateRequest(BaseModel):
     targets: list[Target] | None = Field(
         default=None, min_length=1, description="Several targets (bounded by the server)"
     )
+    traces: Traces | None = Field(
+        default=None,
+        description="OTel spans or chat-completion logs, read into targets as "
+        "`rubricflow eval --from` reads them",
+    )
+    _traced: list[Target] = PrivateAttr(default_factory=list)
 
     @model_validator(mode="after")
     def _one_of_each(self) -> EvaluateRequest:
         if (self.rubric is None) == (self.document is None):
             raise ValueError("give either `rubric` (ID or ID@VERSION) or `document`, not both")
-        if (self.target is None) == (self.targets is None):
-            raise ValueError("give either `target` or `targets`, not both")
+        given = [self.target, self.targets, self.traces]
+        if sum(value is not None for value in given) != 1:
+            raise ValueError("give one of `target`, `targets` or `traces`")
         if self.rubric is not None and (self.format is not None or self.rubric_id is not None):
             raise ValueError("`format` and `rubric_id` go with an inline `document`")
         return self
@@ -69,6 +108,13 @@ class EvaluateRequest(BaseModel):
     def _bounded_targets(self) -> EvaluateRequest:
         """Each target's content, reference and metadata keep the content bounds (a
         `ContentBoundsError` is a ValueError: a 422 naming the bound and the path)."""
+        if self.traces is not None:
+            from rubricflow.errors import RubricflowError
+
+            try:
+                self._traced = self.traces.targets()
+            except RubricflowError as error:  # names the document, the span and the field
+                raise ValueError(str(error)) from None
         for index, target in enumerate(self.all_targets):
             which = "target" if self.target is not None else f"targets[{index}]"
             check_content_bounds(target.content, f"{which} content")
@@ -78,6 +124,8 @@ class EvaluateRequest(BaseModel):
 
     @property
     def all_targets(self) -> list[Target]:
+        if self.traces is not None:
+            return list(self._traced)
         return [self.target] if self.target is not None else list(self.targets or [])
 
 
