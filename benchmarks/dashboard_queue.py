@@ -42,8 +42,8 @@ REQUESTS, QUICK_REQUESTS = 300, 60
 WARMUP = 20
 BAR = 1.5
 #: the pages held to the bar, and those reported beside them
-BARRED = ("all", "one_state", "failed_criterion")
-REPORTED = ("by_score", "by_margin")
+BARRED = ("all", "one_state", "by_score", "by_margin")
+REPORTED = ("failed_criterion",)
 TYPE = "bench-post"
 
 #: (status, awaiting_approval, failures, share of the store): 45% decided, 55%
@@ -89,9 +89,17 @@ def _rows(count: int) -> list[dict[str, Any]]:
                 "awaiting_approval": awaiting,
                 "failures": failures,
                 "last_reason": "ok" if status == "approved" else None,
+                # the latest evaluation's score and |margin|, as a review writes them
+                "review_score": _score(index),
+                "review_margin": abs(_score(index) - 0.8),
             }
         )
     return rows
+
+
+def _score(index: int) -> float:
+    """Artifact `index`'s evaluation score, spread over [0, 1]."""
+    return (index * 37 % 101) / 100
 
 
 #: the criteria of each artifact's evaluation; one in four artifacts fails "polite"
@@ -104,7 +112,7 @@ def _evaluations(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list
     columns read these."""
     evaluations, criteria = [], []
     for index, row in enumerate(rows):
-        score = (index * 37 % 101) / 100
+        score = _score(index)
         evaluation_id = f"e{index:06d}"
         evaluations.append(
             {

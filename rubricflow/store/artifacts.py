@@ -45,7 +45,7 @@ from rubricflow.store.artifact_models import (
 )
 from rubricflow.store.changes import announce
 from rubricflow.store.database import Database
-from rubricflow.store.evaluations import EvaluationStore
+from rubricflow.store.evaluations import NO_SCORE, EvaluationStore
 from rubricflow.store.rubrics import RubricRegistry
 from rubricflow.store.tables import (
     ArtifactEventRow,
@@ -417,10 +417,15 @@ class ArtifactTransaction:
             values["queued_at"] = change.queued_at
         if change.revision is not None:
             values["revision"] = change.revision
+        scores = {}
+        if change.revision is not None and change.revision != artifact.revision:
+            # a new revision has no score until it is reviewed (the queue's orders)
+            scores = {"review_score": NO_SCORE, "review_margin": NO_SCORE}
         if change.failures is not None:
             values["failures"] = change.failures
         done = await self._connection.execute(
-            _TRANSITION, {**values, "match_id": artifact.id, "match_version": artifact.version}
+            _TRANSITION,
+            {**values, **scores, "match_id": artifact.id, "match_version": artifact.version},
         )
         if done.rowcount != 1:
             return None

@@ -63,28 +63,17 @@ _claims = ReviewClaimRow.__table__  # type: ignore[attr-defined]
 #: the queue's orders: by last change (the default), by the latest evaluation's score
 #: (lowest first), or by its margin to the pass threshold (nearest first)
 QUEUE_SORTS = ("updated", "score", "margin")
-#: where an artifact with no evaluation of its current revision sorts (after the rest)
+#: an artifact's score and margin columns before any evaluation of its current revision
+#: (they sort after the rest)
 _NO_SCORE = 1e9
 
 
-def _latest(column: Any) -> sa.ScalarSelect[Any]:
-    """`column` of the latest evaluation of each queued artifact's current revision (a
-    seek on the (artifact_id, revision, created_at) index)."""
-    c, e = _artifacts.c, _evaluations.c
-    return (
-        sa.select(column)
-        .where(e.artifact_id == c.id, e.revision == c.revision)
-        .order_by(e.created_at.desc(), e.id.desc())
-        .limit(1)
-        .scalar_subquery()
-    )
-
-
-def _sort_key(sort: str) -> sa.ColumnElement[float]:
-    e = _evaluations.c
-    if sort == "score":
-        return sa.func.coalesce(_latest(e.score), _NO_SCORE)
-    return sa.func.coalesce(sa.func.abs(_latest(e.margin)), _NO_SCORE)
+def _sort_key(sort: str) -> Any:
+    """The column a queue order reads: each artifact's latest score, or its distance to the
+    pass threshold, kept with the artifact as its evaluations are stored (1e9 before any
+    evaluation of its current revision, so those come last), each indexed per state."""
+    c = _artifacts.c
+    return c.review_score if sort == "score" else c.review_margin
 
 
 @dataclass(frozen=True)
@@ -184,9 +173,9 @@ class QueueFilter:
         c, e, r = _artifacts.c, _evaluations.c, _criteria.c
         where: list[sa.ColumnElement[bool]] = []
         if self.score_min is not None:
-            where.append(_latest(e.score) >= self.score_min)
+            where.append(c.review_score.between(self.score_min, 1.0))
         if self.score_max is not None:
-            where.append(_latest(e.score) <= self.score_max)
+            where.append(c.review_score <= self.score_max)
         if self.failed_criterion:
             failed = (
                 sa.select(sa.literal(1))

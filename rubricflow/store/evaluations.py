@@ -35,6 +35,12 @@ _evaluations = EvaluationRow.__table__  # type: ignore[attr-defined]
 _criteria = CriterionResultRow.__table__  # type: ignore[attr-defined]
 _calls = LLMCallRow.__table__  # type: ignore[attr-defined]
 _artifacts = ArtifactRow.__table__  # type: ignore[attr-defined]
+#: an artifact's `review_score` and `review_margin` before any evaluation
+NO_SCORE = 1e9
+_SCORED = _artifacts.update().where(
+    _artifacts.c.id == sa.bindparam("match_id"),
+    _artifacts.c.revision == sa.bindparam("match_revision"),
+)
 # built once: the same statement object is what lets a SQLite store run it directly
 # (`rubricflow.store._sqlite_direct`)
 _INSERT_EVALUATION = _evaluations.insert()
@@ -307,6 +313,17 @@ class EvaluationStore:
                 await connection.execute(_INSERT_CRITERIA, criteria)
             if calls:
                 await connection.execute(_INSERT_CALLS, calls)
+            # the artifact's latest score and |margin|, for the queue's orders
+            margin = row.get("margin")
+            await connection.execute(
+                _SCORED,
+                {
+                    "match_id": artifact_id,
+                    "match_revision": revision,
+                    "review_score": row["score"],
+                    "review_margin": NO_SCORE if margin is None else abs(margin),
+                },
+            )
             return evaluation
         existing = (
             await connection.execute(

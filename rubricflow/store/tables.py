@@ -254,6 +254,9 @@ class ArtifactRow(SQLModel, table=True):
         sa.Index("ix_artifacts_states", "status", "awaiting_approval", "failures"),
         # keyset pages of a listing, newest first (migration 0009)
         sa.Index("ix_artifacts_created", "created_at", "id"),
+        # the queue by score and by margin, a page per state in keyset order (0014)
+        sa.Index("ix_artifacts_status_score", "status", "review_score", "id"),
+        sa.Index("ix_artifacts_status_margin", "status", "review_margin", "id"),
     )
 
     id: str = Field(primary_key=True, max_length=200)
@@ -274,6 +277,17 @@ class ArtifactRow(SQLModel, table=True):
     # failed reviews in a row; the lifecycle dead-letters the artifact at its limit
     failures: int = Field(
         default=0, sa_column=sa.Column(sa.Integer, nullable=False, default=0, server_default="0")
+    )
+    #: the latest evaluation of the current revision: its score and its distance to the
+    #: pass threshold (|margin|), for the queue's orders; NO_SCORE before any (and after a
+    #: revision, until it is reviewed); written with the evaluation (migration 0014)
+    review_score: float = Field(
+        default=1e9,
+        sa_column=sa.Column(sa.Float, nullable=False, default=1e9, server_default="1e9"),
+    )
+    review_margin: float = Field(
+        default=1e9,
+        sa_column=sa.Column(sa.Float, nullable=False, default=1e9, server_default="1e9"),
     )
 
 
