@@ -172,6 +172,7 @@ class Application(Core):
             options: dict[str, Any] = {
                 "plugins": self.plugins,
                 "max_failures": self.settings.max_review_failures,
+                "settings": self.settings,
             }
             if self._lease_seconds is not None:
                 options["lease_seconds"] = self._lease_seconds

@@ -266,11 +266,13 @@ def isolation_plan(rubric: Rubric, context: ScoringContext, mode: Mode) -> Isola
     return plan
 
 
-def uses_pool(rubric: Rubric, plugins: Any, *, allow_import: bool = False) -> bool:
-    """Whether evaluating `rubric` with `plugins` sends any criterion to the pool under the
-    current settings: what a caller asks before overlapping an evaluation's hop with other
-    work (cached, as `isolation_plan` is)."""
-    mode = isolation_settings().mode
+def uses_pool(
+    rubric: Rubric, plugins: Any, *, allow_import: bool = False, settings: Settings | None = None
+) -> bool:
+    """Whether evaluating `rubric` with `plugins` sends any criterion to the pool under
+    `settings` (default: the current ones): what a caller asks before overlapping an
+    evaluation's hop with other work (cached, as `isolation_plan` is)."""
+    mode = isolation_settings(settings).mode
     if mode == "off":
         return False
     cached = _plans.get((rubric.content_hash, id(plugins), allow_import, mode))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
 
@@ -20,6 +20,7 @@ from rubricflow.plugins import PluginRegistry
 from rubricflow.results import Evaluation
 from rubricflow.review.events import evaluation_event, transition_event
 from rubricflow.review.lifecycle import Lifecycle
+from rubricflow.settings import Settings, current
 from rubricflow.store import Store
 from rubricflow.store.artifact_models import SYSTEM_ACTOR
 from rubricflow.store.artifacts import (
@@ -66,6 +67,8 @@ class ReviewContext:
     lease_seconds: float
     #: the wait before the first retry of a failed review (doubling, up to an hour)
     retry_delay_seconds: float = RETRY_DELAY_SECONDS
+    #: the settings reviews run under (the registry's, read once when it was made)
+    settings: Settings = field(default_factory=current)
 
     def change(
         self,

@@ -274,7 +274,10 @@ class Reviewer:
         allow_import = bool(self.evaluate_options.get("allow_import", False))
         plugins = self._context.plugins
         if not any(
-            item.reused is None and uses_pool(item.rubric, plugins, allow_import=allow_import)
+            item.reused is None
+            and uses_pool(
+                item.rubric, plugins, allow_import=allow_import, settings=self._context.settings
+            )
             for item in plan
         ):
             return None
@@ -374,6 +377,7 @@ class Reviewer:
             target,
             plugins=self._context.plugins,
             threshold=artifact_type.approval_threshold,
+            settings=self._context.settings,
             **self._capped(self._judge_options(artifact_type.judge), artifact, artifact_type),
         )
         policy = artifact_type.review_policy
@@ -404,6 +408,7 @@ class Reviewer:
             plugins=self._context.plugins,
             threshold=artifact_type.approval_threshold,
             kept=kept,
+            settings=self._context.settings,
             **self._judge_options(stronger),
         )
         before = {r.criterion_id: r for r in first.criteria}

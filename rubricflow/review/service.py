@@ -39,6 +39,7 @@ from rubricflow.review.queries import ArtifactQueries
 from rubricflow.review.reviewers import hide_vote
 from rubricflow.review.reviewing import Reviewer, ReviewOutcome
 from rubricflow.review.submission import ArtifactSubmitter
+from rubricflow.settings import Settings, current
 from rubricflow.store import Store
 from rubricflow.store.artifacts import Artifact, ArtifactEvent, ArtifactRepository, ArtifactType
 
@@ -57,8 +58,11 @@ class ArtifactRegistry:
         lease_seconds: float = DEFAULT_LEASE_SECONDS,
         max_failures: int | None = None,
         retry_delay_seconds: float = RETRY_DELAY_SECONDS,
+        settings: Settings | None = None,
     ) -> None:
-        """`max_failures`: failed reviews in a row that dead-letter an artifact (default
+        """`settings`: what reviews run under (default: the caller's, else the
+        environment's, read now and kept, so a review does not read the environment);
+        `max_failures`: failed reviews in a row that dead-letter an artifact (default
         $RUBRICFLOW_MAX_REVIEW_FAILURES, else 3); `retry_delay_seconds`: the wait before a
         failed review is retried the first time (doubling with each failure, up to an
         hour)."""
@@ -75,6 +79,7 @@ class ArtifactRegistry:
             plugins=self.plugins,
             lease_seconds=lease_seconds,
             retry_delay_seconds=retry_delay_seconds,
+            settings=settings if settings is not None else current(),
         )
         self.commands = ArtifactCommands(self._context)
         self.queries = ArtifactQueries(self._context)

@@ -20,6 +20,7 @@ import pytest
 from rubricflow.errors import IllegalTransitionError, StoreError
 from rubricflow.hookspecs import hookimpl
 from rubricflow.model import parse_rubric
+from rubricflow.plugins import PluginRegistry
 from rubricflow.review import ArtifactRegistry
 from rubricflow.review.claims import ReviewClaims
 from rubricflow.store import Store
@@ -56,9 +57,10 @@ def stamp(value: str | datetime) -> datetime:
 
 @pytest.mark.parametrize("mode", ["auto", "off"])
 async def test_the_pool_scores_while_the_claim_is_written(
-    registry: ArtifactRegistry, monkeypatch: pytest.MonkeyPatch, mode: str
+    store: Store, review_plugins: PluginRegistry, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
     monkeypatch.setenv("RUBRICFLOW_CHECK_ISOLATION", mode)
+    registry = ArtifactRegistry(store, plugins=review_plugins)  # reads the settings now
     await define(registry, "doc", pooled_rubric())
     passing = await registry.create("doc", {"title": "ok"}, actor="bot")
     failing = await registry.create("doc", {"body": "no title"}, actor="bot")
