@@ -119,6 +119,24 @@ def _scored(criteria: Any) -> sa.ColumnElement[bool]:
     return sa.and_(criteria.c.status == "scored", criteria.c.passed.is_not(None))
 
 
+def _usage_columns() -> list[Any]:
+    """The call ledger's aggregates every usage report shows: calls sent, cache hits,
+    the tokens of the calls sent, and their cost."""
+    k = _calls.c
+    sent = k.outcome != "cached"
+    return [
+        _count(sent).label("calls"),
+        _count(sa.not_(sent)).label("cache_hits"),
+        sa.func.coalesce(
+            sa.func.sum(sa.case((sent, sa.func.coalesce(k.input_tokens, 0)), else_=0)), 0
+        ).label("input_tokens"),
+        sa.func.coalesce(
+            sa.func.sum(sa.case((sent, sa.func.coalesce(k.output_tokens, 0)), else_=0)), 0
+        ).label("output_tokens"),
+        sa.func.sum(k.cost).label("cost"),
+    ]
+
+
 def _count(condition: sa.ColumnElement[bool]) -> Any:
     return sa.func.coalesce(sa.func.sum(sa.case((condition, 1), else_=0)), 0)
 
@@ -487,21 +505,10 @@ class EvaluationStore:
             key = sa.func.date(e.created_at)
         else:
             raise ValueError(f"spend by {by!r}: use run, type or day")
-        sent = k.outcome != "cached"
         query = (
             sa.select(
                 key.label("key"),
-                _count(sent).label("calls"),
-                _count(sa.not_(sent)).label("cache_hits"),
-                sa.func.coalesce(
-                    sa.func.sum(sa.case((sent, sa.func.coalesce(k.input_tokens, 0)), else_=0)),
-                    0,
-                ).label("input_tokens"),
-                sa.func.coalesce(
-                    sa.func.sum(sa.case((sent, sa.func.coalesce(k.output_tokens, 0)), else_=0)),
-                    0,
-                ).label("output_tokens"),
-                sa.func.sum(k.cost).label("cost"),
+                *_usage_columns(),
             )
             .select_from(source)
             .where(*EvaluationFilter(since=since, until=until).where())
@@ -536,24 +543,13 @@ class EvaluationStore:
         [`since`, `until`)), computed in SQL from the call ledger. Runs in id order, the
         evaluations of no run last."""
         e, k = _evaluations.c, _calls.c
-        sent = k.outcome != "cached"
         groups: list[Any] = [e.run_id]
         if by_model:
             groups += [k.provider, k.model]
         query = (
             sa.select(
                 *groups,
-                _count(sent).label("calls"),
-                _count(sa.not_(sent)).label("cache_hits"),
-                sa.func.coalesce(
-                    sa.func.sum(sa.case((sent, sa.func.coalesce(k.input_tokens, 0)), else_=0)),
-                    0,
-                ).label("input_tokens"),
-                sa.func.coalesce(
-                    sa.func.sum(sa.case((sent, sa.func.coalesce(k.output_tokens, 0)), else_=0)),
-                    0,
-                ).label("output_tokens"),
-                sa.func.sum(k.cost).label("cost"),
+                *_usage_columns(),
             )
             .select_from(_calls.join(_evaluations, e.id == k.evaluation_id))
             .where(
