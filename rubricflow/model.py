@@ -42,6 +42,7 @@ __all__ = [
     "Criterion",
     "CriterionGroup",
     "Example",
+    "LengthPenalty",
     "Level",
     "Limits",
     "Rubric",
@@ -719,6 +720,43 @@ def _declare_schema_pointer(schema: dict[str, Any]) -> None:
     }
 
 
+class LengthPenalty(_Frozen):
+    """A penalty for long content, subtracted from the score (the `rubric` package's
+    `LengthPenalty`, computed as it computes it).
+
+    The content's words (whitespace-separated, as the package counts by default) past
+    `free_budget` cost `penalty_at_cap * ((count - free_budget) / (max_cap -
+    free_budget)) ** exponent`, and `penalty_at_cap` from `max_cap` on; the score never
+    goes below 0 and the raw score is left as it was. `penalty_type` says what is
+    counted: `all` the content, `output_only` what is outside `<thinking>...</thinking>`
+    (or inside `<output>...</output>`), `thinking_only` what is inside it. A passing
+    evaluation whose penalised score falls below the bar fails."""
+
+    free_budget: Annotated[int, Field(ge=0)] = 6000
+    max_cap: Annotated[int, Field(ge=1)] = 8000
+    penalty_at_cap: Annotated[float, Field(ge=0.0)] = 0.5
+    exponent: Annotated[float, Field(gt=0.0)] = 1.6
+    penalty_type: Literal["all", "output_only", "thinking_only"] = "all"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _package_spelling(cls, data: Any) -> Any:
+        """The package writes the penalty type in capitals (`OUTPUT_ONLY`)."""
+        if isinstance(data, Mapping) and isinstance(data.get("penalty_type"), str):
+            data = {**data, "penalty_type": data["penalty_type"].lower()}
+        return data
+
+    @model_validator(mode="after")
+    def _cap_after_budget(self) -> LengthPenalty:
+        if self.max_cap <= self.free_budget:
+            raise _rule(
+                "max_cap",
+                f"max_cap ({self.max_cap}) must be above free_budget ({self.free_budget}): "
+                "the penalty grows from the budget to the cap",
+            )
+        return self
+
+
 class Rubric(_Frozen):
     """A versioned rubric: criteria, how they aggregate, and when the result passes."""
 
@@ -734,6 +772,7 @@ class Rubric(_Frozen):
     unscored_policy: UnscoredPolicy = "fail_closed"
     zero_weights: ZeroWeights = "mean"
     score_formula: ScoreFormula = "clamp"
+    length_penalty: LengthPenalty | None = None
     groups: tuple[CriterionGroup, ...] = ()
     criteria: Annotated[tuple[Criterion, ...], Field(min_length=1)]
     metadata: JsonMapping = Field(default_factory=dict)

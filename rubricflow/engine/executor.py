@@ -38,6 +38,7 @@ from rubricflow.engine.isolation import (
     isolation_settings,
     score_isolated,
 )
+from rubricflow.engine.length_penalty import apply_length_penalty
 from rubricflow.engine.scopes import score_scoped
 from rubricflow.errors import ConfigurationError
 from rubricflow.model import Criterion, Rubric, UnscoredPolicy
@@ -338,7 +339,12 @@ async def evaluate(
         async with llm_scope(context) as session:
             results = await _score_all(rubric, subject, context, limit, kept)
             outcome = aggregate(rubric, results, threshold=threshold, policy=policy)
+            outcome, penalised = apply_length_penalty(rubric, subject, outcome, context.bar)
             evaluation = _assemble(rubric, subject, context, results, outcome, policy, started_at)
+            if penalised is not None:
+                evaluation = evaluation.model_copy(
+                    update={"metadata": {**evaluation.metadata, "length_penalty": penalised}}
+                )
             if context.options.get("llm_feedback"):
                 from rubricflow.llm.feedback import llm_feedback
 

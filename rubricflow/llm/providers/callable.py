@@ -1,6 +1,9 @@
 """A plain function as a judge: `async def generate(system_prompt, user_prompt) -> str`
 (the `rubric` package's `generate_fn`). A synchronous function works too and runs in a
-worker thread. It cannot enforce a schema, so its answers are validated like any other."""
+worker thread. It may also return a dict or a Pydantic model, as the package's 2.x
+`generate_fn` returns `PerCriterionOutput`, `OneShotOutput` or `RubricAsJudgeOutput`
+(`structured_answers`). It cannot enforce a schema, so its answers are validated like
+any other."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from rubricflow.llm.base import (
     ProviderSettings,
     TransportError,
 )
+from rubricflow.llm.providers.structured_answers import answer_text
 
 __all__ = ["CallableProvider"]
 
@@ -58,10 +62,13 @@ class CallableProvider(LLMProvider):
                 f"judge function {self.model} raised {type(error).__name__}: {error}",
                 retryable=True,
             ) from None
-        if not isinstance(answer, str):
+        text = answer_text(answer, request.schema)
+        if text is None:
             raise TransportError(
                 "error",
-                f"judge function {self.model} returned {type(answer).__name__}, not text",
+                f"judge function {self.model} returned {type(answer).__name__}: return "
+                "text, a dict or a Pydantic model (the rubric package's PerCriterionOutput, "
+                "OneShotOutput or RubricAsJudgeOutput)",
                 retryable=False,
             )
-        return ProviderResponse(text=answer, model=self.model)
+        return ProviderResponse(text=text, model=self.model)
