@@ -510,6 +510,15 @@ class Settings:
         "ask OpenAI-compatible judges for token log-probabilities (a single answer's confidence)",
         shown="0",
     )
+    batch_poll: float | None = _var(
+        "RUBRICFLOW_BATCH_POLL",
+        "float",
+        None,
+        "seconds between polls of a provider batch (`eval --batch`)",
+        example="a number of seconds (e.g. 30)",
+        shown="30",
+        low=0,
+    )
     local_model: str | None = _var(
         "RUBRICFLOW_LOCAL_MODEL",
         "text",

@@ -539,6 +539,17 @@ def _print_estimate(
     )
 
 
+def _use_batches(judge: LLMSession) -> None:
+    """`--batch`: the judge's calls go through its provider's batch API."""
+    from rubricflow.errors import RubricflowError
+    from rubricflow.llm.batching import use_batch_api
+
+    try:
+        use_batch_api(judge)
+    except RubricflowError as error:
+        fail(str(error) if str(error).startswith("--batch") else f"--batch: {error}")
+
+
 def _cap_spend(judge: LLMSession, max_cost: float) -> None:
     """`--max-cost`: the run's judge calls stop at `max_cost` (needs the judge's price)."""
     from rubricflow.errors import RubricflowError
@@ -673,6 +684,15 @@ def eval_command(
             'is unable_to_evaluate with the reason "budget", so the target fails closed.',
         ),
     ] = None,
+    batch_api: Annotated[
+        bool,
+        typer.Option(
+            "--batch",
+            help="Send the judge calls through the provider's batch API (OpenAI Batch API, "
+            "Anthropic Message Batches) at the batch price, polled until they end (within "
+            "24 h); an interrupted run picks up its batches again (RUBRICFLOW_BATCH_POLL).",
+        ),
+    ] = False,
     junit: Annotated[
         Path | None,
         typer.Option(
@@ -746,6 +766,8 @@ def eval_command(
         judge_concurrency=judge_concurrency,
         judge_vision=judge_vision,
     )
+    if batch_api and not estimate and (llm is not None or needs_judge(rubric, plugins)):
+        _use_batches(judge)
     if estimate:
         _print_estimate(cases.pairs, judge, plugins, concurrency, allow_import, samples)
         raise typer.Exit(EXIT_OK)

@@ -77,6 +77,11 @@ class AnthropicProvider(HTTPProvider):
 
     async def _send(self, request: ProviderRequest, timeout: float) -> ProviderResponse:
         data = await self.post_json("/v1/messages", self.payload(request), timeout)
+        return self.parse(data)
+
+    def parse(self, data: Any) -> ProviderResponse:
+        """A Messages API answer (the body of `POST /v1/messages`, or a message batch's
+        succeeded result) as the judge's answer."""
         if not isinstance(data, Mapping) or not isinstance(data.get("content"), list):
             raise TransportError(
                 "error",
