@@ -554,10 +554,14 @@ class Criterion(_Frozen):
     group: Reference | None = None
     """The criterion group (a rubric's `groups`) this criterion is scored in; its id is
     then qualified as `group.item` (written either way in a document)."""
-    scope: Literal["conversation", "each_turn", "last_turn", "trajectory"] | None = None
+    scope: Literal["conversation", "each_turn", "last_turn", "turn", "trajectory"] | None = None
     """What of a conversation the criterion judges: the whole (`conversation`, the
     default), every assistant turn (`each_turn`, combined by `aggregation`), the last
-    assistant turn, or the sequence of tool calls (`trajectory`). Ignored for text."""
+    assistant turn, the reply to the `turn`-th user message (`turn`), or the sequence of
+    tool calls (`trajectory`). Ignored for text."""
+    turn: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    """With `scope: turn`: which exchange, counted by user messages from 1; the
+    criterion judges the assistant's last message before the next user message."""
     aggregation: Literal["min", "mean", "all"] = "min"
     """How `each_turn` combines the turns' scores: the lowest, the mean, or 1 only when
     every turn passes (else 0)."""
@@ -614,6 +618,12 @@ class Criterion(_Frozen):
                     f"(levels: {valid}); use one of its level ids or give a `score`",
                 )
         _check_bands(self.score_ranges)
+        if (self.scope == "turn") != (self.turn is not None):
+            raise _rule(
+                "turn",
+                "`scope: turn` and `turn: N` go together: give both (the reply to the N-th "
+                "user message), or neither",
+            )
         return self
 
 

@@ -18,7 +18,7 @@ from rubricflow.scoring import CheckResult
 
 __all__ = ["SEQUENCE_MODES", "TRAJECTORY_FUNCTIONS", "Call", "trajectory_calls"]
 
-SEQUENCE_MODES = ("strict", "unordered", "subset", "superset")
+SEQUENCE_MODES = ("strict", "in_order", "unordered", "subset", "superset")
 
 
 class Call:
@@ -141,11 +141,14 @@ def tool_sequence(target: Target, expected: list[Any], mode: str = "strict") -> 
     """MET when the tool calls match `expected` (tool names, or {name, arguments} with
     partial arguments): `strict` the same calls in the same order; `unordered` the same
     calls in any order; `subset` every call is one of the expected; `superset` every
-    expected call was made (others may be made too)."""
+    expected call was made (others may be made too); `in_order` the expected calls were
+    made in that order, other calls allowed between them."""
     calls = trajectory_calls(target)
     wanted = [_expected(item) for item in expected]
     if mode == "strict":
         return _strict(wanted, calls)
+    if mode == "in_order":
+        return _in_order(wanted, calls)
     missing, extra = _unmatched(wanted, calls)
     evidence = [f"expected {wanted[i][0]} (item {i + 1}) was not called" for i in missing]
     evidence += [f"{c.where()} was not expected" for c in extra]
@@ -172,6 +175,24 @@ def _strict(wanted: Sequence[tuple[str, Any]], calls: Sequence[Call]) -> CheckRe
             False, [f"expected {wanted[len(calls)][0]} (item {len(calls) + 1}) was not called"]
         )
     return CheckResult(True, [f"{len(calls)} calls match (strict)"])
+
+
+def _in_order(wanted: Sequence[tuple[str, Any]], calls: Sequence[Call]) -> CheckResult:
+    """The expected calls as a subsequence of the calls: each matched with the earliest
+    fitting call after the previous match (earliest is never worse for what follows)."""
+    at = 0
+    last: Call | None = None
+    for index, item in enumerate(wanted):
+        while at < len(calls) and not _fits(item, calls[at]):
+            at += 1
+        if at == len(calls):
+            after = f" after {last.where()}" if last is not None else ""
+            return CheckResult(
+                False, [f"expected {item[0]} (item {index + 1}) was not called{after}"]
+            )
+        last = calls[at]
+        at += 1
+    return CheckResult(True, [f"the {len(wanted)} expected calls were made in order"])
 
 
 def step_count(target: Target, max: int, min: int = 0) -> CheckResult:

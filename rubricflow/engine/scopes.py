@@ -1,6 +1,7 @@
 """Criteria with a scope: what part of a conversation a criterion is scored on.
 
 `conversation` (the default) scores the whole; `last_turn` the last assistant message;
+`turn` (with `turn: N`) the assistant's reply to the N-th user message;
 `trajectory` the sequence of tool calls; `each_turn` every assistant message, one by
 one, combined exactly (`min`, `mean` as a Fraction, or `all`: 1 only when every turn
 passes), the failing turn named in the evidence. A per-turn target holds the turn's text
@@ -18,7 +19,13 @@ from rubricflow.engine.aggregate import Number, criterion_passed
 from rubricflow.model import Criterion
 from rubricflow.results import CriterionResult, Target
 
-__all__ = ["aggregate_turns", "score_scoped", "trajectory_target", "turn_target"]
+__all__ = [
+    "aggregate_turns",
+    "exchange_reply",
+    "score_scoped",
+    "trajectory_target",
+    "turn_target",
+]
 
 Score = Callable[[Criterion, Target], Awaitable[Any]]
 
@@ -80,6 +87,8 @@ async def score_scoped(criterion: Criterion, target: Target, score: Score, bar: 
         return await score(criterion, target)
     if scope == "trajectory":
         return await score(criterion, trajectory_target(target, conversation))
+    if scope == "turn":
+        return await _score_exchange(criterion, target, conversation, score)
     turns = conversation.assistant_turns()
     if not turns:
         return _unable(criterion, "the conversation has no assistant turn to judge")
@@ -92,6 +101,36 @@ async def score_scoped(criterion: Criterion, target: Target, score: Score, bar: 
         for turn, (index, _) in enumerate(turns, start=1)
     ]
     return aggregate_turns(criterion, results, [index for index, _ in turns], bar)
+
+
+def exchange_reply(conversation: Conversation, number: int) -> int | None:
+    """The index of the assistant's last message answering the `number`-th user message
+    (before the next user message), or None when there is none."""
+    users = [i for i, m in enumerate(conversation.messages) if m.role == "user"]
+    if number > len(users):
+        return None
+    end = users[number] if number < len(users) else len(conversation.messages)
+    replies = [
+        i for i in range(users[number - 1] + 1, end) if conversation.messages[i].role == "assistant"
+    ]
+    return replies[-1] if replies else None
+
+
+async def _score_exchange(
+    criterion: Criterion, target: Target, conversation: Conversation, score: Score
+) -> Any:
+    number = criterion.turn or 1
+    index = exchange_reply(conversation, number)
+    if index is None:
+        users = sum(m.role == "user" for m in conversation.messages)
+        return _unable(
+            criterion,
+            f"the conversation has no assistant reply to user message {number} "
+            f"({users} user messages)",
+        )
+    turn = sum(m.role == "assistant" for m in conversation.messages[: index + 1])
+    result = await score(criterion, turn_target(target, conversation, index, turn))
+    return _noted(result, f"reply to user message {number} (message {index})")
 
 
 def _noted(result: Any, where: str) -> Any:

@@ -39,13 +39,14 @@ from rubricflow.formats.base import (
     shown,
     slugify,
 )
+from rubricflow.formats.trajectory_asserts import is_trajectory_assert, trajectory_criteria
 
 __all__ = ["AgentVFormat"]
 
 PASS_THRESHOLD = 0.8
 RUBRIC_EVALUATOR_TYPES = ("rubric", "rubrics", "llm-rubric", "llm_rubric")
 ASSERT_KEYS = ("assertions", "assert")  # v4.42 documents `assertions`; older files `assert`
-V4_TEST_KEYS = (*ASSERT_KEYS, "vars", "criteria")
+V4_TEST_KEYS = (*ASSERT_KEYS, "vars", "criteria", "turns")
 # what each operator means for the criterion's description (None: the outcome as written)
 OPERATORS: dict[str, str | None] = {
     "correctness": None,
@@ -61,7 +62,7 @@ _ITEMS_FIX = (
 _V2_TOP_KEYS = frozenset({"evalcases", "execution"})
 _V4_TOP_KEYS = frozenset({"tests", "defaultTest", "default_test", "execution", *ASSERT_KEYS})
 _V2_CASE_KEYS = frozenset({"rubrics", "execution"})
-_V4_TEST_KEYS = frozenset({*ASSERT_KEYS, "vars", "execution", "criteria"})
+_V4_TEST_KEYS = frozenset({*ASSERT_KEYS, "vars", "execution", "criteria", "turns", "input"})
 _EXECUTION_KEYS = frozenset({"evaluators"})
 STRINGS_GRADER = "rubrics"  # the grader AgentV collects plain-string items into
 _RUBRICISH_KEY = re.compile(r"ass?ert|rubric|criteri|evaluat|grader|check|item", re.IGNORECASE)
@@ -128,6 +129,7 @@ class _Grader:
         self.weight: float | None = None
         self.required = False
         self.min_score: float | None = None
+        self.turn: int | None = None  # a conversation test's turn (its exchange number)
 
     @property
     def plain(self) -> bool:
@@ -142,6 +144,12 @@ class _Case:
         self.extra = extra
         self.graders: list[_Grader] = []
         self.threshold: float | None = None
+        self.conversation = False  # `mode: conversation`: graders per turn and overall
+        self.aggregation = "mean"
+
+
+class _Prebuilt(dict[str, Any]):
+    """A criterion already in the native shape (a trajectory assertion's)."""
 
 
 def _grader_settings(
@@ -316,6 +324,8 @@ def _v4_cases(reader: SourceReader, doc: Mapping[str, Any]) -> list[_Case]:
             ),
         )
         own = _v4_asserts(reader, case, path)
+        if case.get("mode") == "conversation" or case.get("turns") is not None:
+            own = _merge_strings(own) + _conversation_turns(reader, case, path, entry)
         _v4_execution(reader, case, path)
         threshold = _threshold(reader, case, path)
         entry.threshold = suite_threshold if threshold is None else threshold
@@ -338,6 +348,60 @@ def _v4_cases(reader: SourceReader, doc: Mapping[str, Any]) -> list[_Case]:
                 continue
         cases.append(entry)
     return cases
+
+
+def _users_before(case: Mapping[str, Any]) -> int:
+    """The user messages a conversation test's `input` (or `vars.input`) holds before
+    its turns: turn N is then the conversation's (N + these)-th exchange."""
+    raw_vars = case.get("vars")
+    given = case.get("input", raw_vars.get("input") if isinstance(raw_vars, Mapping) else None)
+    if not isinstance(given, list):
+        return 0
+    return sum(isinstance(m, Mapping) and m.get("role") == "user" for m in given)
+
+
+def _conversation_turns(
+    reader: SourceReader, case: Mapping[str, Any], path: str, entry: _Case
+) -> list[_Grader]:
+    """A `mode: conversation` test's per-turn graders, each judging the assistant's reply
+    to its turn (`scope: turn`); `aggregation` and `on_turn_failure` as AgentV means them
+    where a recorded conversation allows (see docs/formats.md)."""
+    entry.conversation = True
+    aggregation = case.get("aggregation", "mean")
+    if aggregation not in ("mean", "min", "max"):
+        reader.problem(
+            f"{path}.aggregation", f"aggregation is mean, min or max, got {shown(aggregation)}"
+        )
+    elif aggregation == "max":
+        reader.warn(
+            f"{path}.aggregation",
+            "aggregation: max (the best turn) has no rubricflow equivalent; the turns' mean "
+            "is used",
+        )
+    else:
+        entry.aggregation = aggregation
+    if case.get("on_turn_failure") == "stop":
+        reader.warn(
+            f"{path}.on_turn_failure",
+            "on_turn_failure: stop drives a live conversation; a recorded one is judged "
+            "turn by turn in full",
+        )
+    offset = _users_before(case)
+    graders: list[_Grader] = []
+    for index, turn in enumerate(reader.sequence(case.get("turns"), f"{path}.turns") or []):
+        where = f"{path}.turns[{index}]"
+        holder = reader.mapping(turn, where)
+        if holder is None:
+            continue
+        for grader in _merge_strings(_v4_asserts(reader, holder, where)):
+            if grader.strings:  # its own turn's strings: one grader, weighing as many
+                grader.strings, grader.weight = False, grader.weight or len(grader.items)
+                grader.name = f"turn-{index + 1}"
+            else:
+                grader.name = f"turn-{index + 1}-{grader.name}"
+            grader.turn = index + 1 + offset
+            graders.append(grader)
+    return graders
 
 
 def _merge_strings(graders: list[_Grader]) -> list[_Grader]:
@@ -408,6 +472,15 @@ def _v4_asserts(reader: SourceReader, holder: Mapping[str, Any], path: str) -> l
             )
             _grader_settings(reader, grader, entry, where)
             grader.items.extend(_rubric_assertion(reader, entry, where))
+            graders.append(grader)
+        elif isinstance(entry, Mapping) and is_trajectory_assert(entry.get("type")):
+            name = entry.get("name")
+            grader = _Grader(
+                name if isinstance(name, str) and name else f"trajectory-{index + 1}", where
+            )
+            _grader_settings(reader, grader, entry, where)
+            found = trajectory_criteria(reader, entry, where, index + 1)
+            grader.items.extend((where, _Prebuilt(criterion)) for criterion in found)
             graders.append(grader)
         elif isinstance(entry, Mapping) and entry.get("type") is None and _is_item(entry):
             reader.problem(
@@ -504,6 +577,8 @@ def _case_extra(case_input: Any, expected: Any) -> dict[str, Any]:
 
 def _criterion(reader: SourceReader, raw: Any, path: str, number: int) -> dict[str, Any] | None:
     """One rubric item as a native criterion (`number` names an item without an id)."""
+    if isinstance(raw, _Prebuilt):
+        return dict(raw)
     if isinstance(raw, str):
         return {"id": f"rubric-{number}", "description": raw, "required": True}
     item = reader.mapping(raw, path)
@@ -595,7 +670,11 @@ def _case_rubric(case: _Case, doc: Mapping[str, Any], source: str | None, versio
     criteria: list[dict[str, Any]] = []
     groups: list[dict[str, Any]] = []
     path_map: dict[str, str] = {}
-    grouped = len(case.graders) > 1 or any(not grader.plain for grader in case.graders)
+    grouped = (
+        case.conversation
+        or len(case.graders) > 1
+        or any(not grader.plain for grader in case.graders)
+    )
     taken: set[str] = set()
     for grader in case.graders:
         group_id = _unique_group_id(grader.name, taken)
@@ -614,6 +693,8 @@ def _case_rubric(case: _Case, doc: Mapping[str, Any], source: str | None, versio
                 _score_range_gate(criterion, version)
         for criterion in grader_criteria:
             criterion.pop("_min_score_given", None)
+            if grader.turn is not None:
+                criterion["scope"], criterion["turn"] = "turn", grader.turn
             if grouped:
                 criterion["group"] = group_id
         criteria.extend(grader_criteria)
@@ -621,6 +702,8 @@ def _case_rubric(case: _Case, doc: Mapping[str, Any], source: str | None, versio
             path_map[f"groups[{len(groups)}]"] = grader.path
             groups.append(_grader_group(grader, group_id, len(grader_criteria)))
     reader.raise_if_problems()
+    if case.conversation:
+        _turn_units(case, groups)
     native: dict[str, Any] = {
         "id": slugify(case.id, "case"),
         "name": case.id,
@@ -637,6 +720,25 @@ def _case_rubric(case: _Case, doc: Mapping[str, Any], source: str | None, versio
         native["groups"] = groups
     path_map["id"] = f"{case.path}.id"
     return build_rubric(native, source, path_map)
+
+
+def _turn_units(case: _Case, groups: list[dict[str, Any]]) -> None:
+    """AgentV scores each turn (and the conversation) as a case, then combines those
+    scores: each unit's graders share a weight of 1, so the rubric's mean of groups is
+    AgentV's mean of units. `min` (the weakest unit) fails the case when any unit is below
+    the bar: each group is required at the pass bar."""
+    units: dict[int | None, list[tuple[dict[str, Any], float]]] = {}
+    for grader, group in zip(case.graders, groups, strict=True):
+        units.setdefault(grader.turn, []).append((group, float(group.get("weight", 1.0))))
+    for members in units.values():
+        total = sum(weight for _, weight in members)
+        for group, weight in members:
+            group["weight"] = weight / total if total else 1.0 / len(members)
+    if case.aggregation == "min":
+        bar = PASS_THRESHOLD if case.threshold is None else case.threshold
+        for group in groups:
+            group["required"] = True
+            group.setdefault("min_score", bar)
 
 
 def _unique_group_id(name: str, taken: set[str]) -> str:

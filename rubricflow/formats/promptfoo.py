@@ -25,8 +25,10 @@ bar), `g-eval` (a 0..1 judge score, bar 0.7), `model-graded-closedqa` (a verdict
 `icontains`, `contains-any`, `icontains-any`, `contains-all`, `icontains-all`, `regex`,
 `is-json` (with a schema as `value`: the schema scorer), `contains-json`, `levenshtein`
 (distance at most `threshold`, default 5), `rouge-n` (ROUGE-1, bar 0.75) and `bleu` (bar
-0.5) through the metrics plugin, and the `not-` forms of the deterministic checks whose
-negation is itself a check.
+0.5) through the metrics plugin, the `not-` forms of the deterministic checks whose
+negation is itself a check, and the `trajectory:*` assertions (tool-used and its `not-`
+form, tool-sequence, tool-args-match, step-count: the built-in trajectory checks;
+goal-success: a judge's verdict on the whole run).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from rubricflow.formats.base import (
     shown,
     slugify,
 )
+from rubricflow.formats.trajectory_asserts import is_trajectory_assert, trajectory_criteria
 
 __all__ = ["PROMPTFOO_TYPES", "PromptfooFormat", "is_promptfoo_document"]
 
@@ -277,6 +280,9 @@ def _add_entry(
     if assertion.get("type") == "assert-set":
         _add_set(reader, built, where, assertion, variables, gated=gated)
         return
+    if is_trajectory_assert(assertion.get("type")):
+        _add_trajectory(reader, built, where, assertion, gated=gated, grouped=grouped)
+        return
     criterion = _criterion(reader, assertion, where, variables)
     if criterion is None:
         return
@@ -290,6 +296,33 @@ def _add_entry(
     else:
         criterion["weight"] = weight
     _append(built, criterion, where, assertion)
+
+
+def _add_trajectory(
+    reader: SourceReader,
+    built: _Built,
+    where: str,
+    assertion: Mapping[str, Any],
+    *,
+    gated: bool,
+    grouped: bool,
+) -> None:
+    """A `trajectory:*` assertion: the built-in trajectory checks (docs/formats.md)."""
+    weight = reader.number(assertion, "weight", where, default=1.0)
+    if weight is not None and weight < 0:
+        reader.problem(f"{where}.weight", f"a weight is 0 or more, got {shown(weight)}")
+    number = len(built.criteria) + 1
+    for criterion in trajectory_criteria(reader, assertion, where, number):
+        criterion["name"] = str(assertion.get("metric") or assertion.get("type"))
+        criterion["required"] = gated
+        if grouped:
+            group = _unique(built, f"a{len(built.groups) + 1}")
+            built.path_map[f"groups[{len(built.groups)}]"] = where
+            built.groups.append({"id": group, "name": criterion["name"], "weight": weight})
+            criterion["group"] = group
+        else:
+            criterion["weight"] = weight
+        _append(built, criterion, where, assertion)
 
 
 def _add_set(
