@@ -29,6 +29,7 @@ from rubricflow.server.ui.access import (
 )
 from rubricflow.server.ui.agreement import judged_wrong as _judged_wrong
 from rubricflow.server.ui.agreement import record_corrections
+from rubricflow.server.ui.content import render_content
 from rubricflow.server.ui.queue import CLAIM_SECONDS, next_in_queue, state_of
 from rubricflow.server.ui.rubrics import side_by_side
 from rubricflow.server.ui.security import UiRoute
@@ -292,7 +293,7 @@ async def _page(
             "artifact": artifact,
             "content": text[:MAX_SHOWN_CHARS],
             "content_cut": cut,
-            "content_kind": "text" if isinstance(artifact.content, str) else "JSON",
+            "content_view": render_content(artifact.content, text=text[:MAX_SHOWN_CHARS], cut=cut),
             "evaluations": [_evaluation_view(e) for e in evaluations],
             "criteria": await _criterion_names(application, evaluations),
             "state_name": state[0],
