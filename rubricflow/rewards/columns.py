@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rubricflow.errors import RubricLoadError
@@ -22,7 +22,7 @@ from rubricflow.formats.rar import is_rar_item, rar_rubric
 from rubricflow.model import Rubric, parse_rubric
 from rubricflow.results import canonical_json
 
-__all__ = ["RubricColumnCache", "completion_text", "prompt_text"]
+__all__ = ["RubricColumnCache", "completion_content", "completion_text", "prompt_text"]
 
 
 def completion_text(completion: Any) -> str:
@@ -37,6 +37,45 @@ def completion_text(completion: Any) -> str:
         chosen = replies or [m for m in completion if isinstance(m, Mapping)]
         return "\n".join(_content(m.get("content")) for m in chosen)
     return "" if completion is None else str(completion)
+
+
+def _is_messages(value: Any) -> bool:
+    return (
+        isinstance(value, list | tuple)
+        and bool(value)
+        and all(isinstance(m, Mapping) and isinstance(m.get("role"), str) for m in value)
+    )
+
+
+def _multi_turn(completion: Sequence[Mapping[str, Any]]) -> bool:
+    """More than one message, or a message with tool calls, a tool result or non-text
+    parts (images): a conversation, not one reply's text."""
+    if len(completion) > 1:
+        return True
+    (message,) = completion
+    content = message.get("content")
+    return (
+        message.get("role") != "assistant"
+        or bool(message.get("tool_calls"))
+        or (
+            isinstance(content, list)
+            and any(not (isinstance(p, Mapping) and p.get("type") == "text") for p in content)
+        )
+    )
+
+
+def completion_content(completion: Any, prompt: Any = None) -> Any:
+    """What a completion is judged as: its text, or, for a multi-turn completion (a list
+    of messages: verifiers' multi-turn environments, TRL's conversational datasets with
+    tool calls), the conversation itself, the prompt's messages first, so each turn, the
+    tool calls and any images are there for scoped criteria and the judge. A single
+    assistant message of text stays its text."""
+    if _is_messages(completion) and _multi_turn(completion):
+        before = list(prompt) if _is_messages(prompt) else []
+        if isinstance(prompt, str) and prompt:
+            before = [{"role": "user", "content": prompt}]
+        return [dict(m) for m in (*before, *completion)]
+    return completion_text(completion)
 
 
 def prompt_text(prompt: Any) -> str | None:

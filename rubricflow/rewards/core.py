@@ -26,9 +26,15 @@ from rubricflow.llm.session import LLMSession
 from rubricflow.llm.specs import default_spec
 from rubricflow.model import Rubric, parse_rubric
 from rubricflow.results import Evaluation, Target
-from rubricflow.rewards.columns import RubricColumnCache, completion_text, prompt_text
+from rubricflow.rewards.columns import (
+    RubricColumnCache,
+    completion_content,
+    completion_text,
+    prompt_text,
+)
 from rubricflow.rewards.holistic import holistic_rubric
 from rubricflow.scorers.llm import LLM_SCORER_NAMES
+from rubricflow.targets import as_target
 
 __all__ = [
     "Aggregation",
@@ -223,11 +229,18 @@ class RubricReward:
                 continue
             self._check_judge(rubric)
             reference = None if references is None else references[index]
-            target = Target(
-                content=completion_text(completion),
-                query=None if prompts is None else prompt_text(prompts[index]),
-                reference=None if reference is None else completion_text(reference),
-            )
+            prompt = None if prompts is None else prompts[index]
+            try:
+                target = as_target(
+                    {
+                        "content": completion_content(completion, prompt),
+                        "query": prompt_text(prompt),
+                        "reference": None if reference is None else completion_text(reference),
+                    }
+                )
+            except (RubricflowError, ValueError) as error:  # a conversation out of shape
+                outcomes[index] = self._fail(index, f"its completion cannot be read: {error}")
+                continue
             cases.append((rubric, target))
             indices.append(index)
         if cases:
