@@ -23,6 +23,8 @@ SCRIPTS = ROOT / "benchmarks" / "peer_scripts"
 PEERS: dict[str, tuple[str, ...]] = {
     "dataknobs": ("dataknobs-bots==0.6.9", "jsonschema"),
     "rubric": ("rubric==1.3.2",),
+    # 2.x: a generate_fn returns the package's Pydantic models, not text
+    "rubric2": ("rubric==2.0.1",),
 }
 
 

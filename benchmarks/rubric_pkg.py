@@ -1,4 +1,7 @@
-"""Issue 9, workload 3: against the `rubric` package (1.3.2, in its own venv).
+"""Issue 9, workload 3: against the `rubric` package, 1.3.2 and 2.0.x (each in its own venv;
+re-baselined for issue 31: under 2.x the package's `generate_fn` returns its
+`PerCriterionOutput` model, and rubricflow's judge function returns the same shape, as a
+dict, read by its callable provider).
 
 50 targets x 10 criteria (eight requirements, two penalty criteria; the package's own
 `[{weight, requirement}]` format, which rubricflow imports) = 500 per-criterion
@@ -14,6 +17,7 @@ back to back, alternating, for `ROUNDS` rounds; each side's figure is its best r
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -29,13 +33,19 @@ TARGET_CONCURRENCY = 10
 PROVIDER_CONCURRENCY = 100
 
 
-async def rubricflow_run(texts: list[str]) -> dict[str, Any]:
+async def rubricflow_run(texts: list[str], *, structured: bool = False) -> dict[str, Any]:
+    """rubricflow over `texts`; `structured`: the judge function answers as the package's
+    2.x `generate_fn` does (a `PerCriterionOutput`-shaped dict), not with text."""
     calls = 0
 
-    async def judge(system_prompt: str, user_prompt: str) -> str:
+    async def judge(system_prompt: str, user_prompt: str) -> Any:
         nonlocal calls
         calls += 1
-        return await keyword_judge.rubricflow_generate(system_prompt, user_prompt)
+        text = await keyword_judge.rubricflow_generate(system_prompt, user_prompt)
+        if not structured:
+            return text
+        answer = json.loads(text)
+        return {"criterion_status": answer["verdict"], "explanation": answer["reasoning"]}
 
     started = time.perf_counter()
     (rubric,) = load_document(keyword_judge.RUBRIC, format="rubric-pkg").rubrics
@@ -70,6 +80,10 @@ def reference(texts: list[str]) -> list[float]:
     return scores
 
 
+#: the package versions compared, each a peer environment (`benchmarks/peers.py`)
+PEER_VERSIONS = ("rubric", "rubric2")
+
+
 async def run(quick: bool = False, peers_enabled: bool = True) -> dict[str, Any]:
     count = QUICK_TARGETS if quick else TARGETS
     rounds = QUICK_ROUNDS if quick else ROUNDS
@@ -81,34 +95,50 @@ async def run(quick: bool = False, peers_enabled: bool = True) -> dict[str, Any]
         "rubricflow_settings": f"evaluate_many, {TARGET_CONCURRENCY} targets in flight, "
         f"provider concurrency {PROVIDER_CONCURRENCY}",
     }
-    if peers_enabled:
-        _, setup_s = peers.ensure("rubric")
-        figures["peer"] = peers.versions("rubric")
-        figures["peer_env_setup_s"] = setup_s
     await rubricflow_run(texts[:2])  # warm-up: imports and first-use caches
+    if not peers_enabled:
+        ours = min([await rubricflow_run(texts) for _ in range(rounds)], key=_seconds)
+        figures.update(_ours(ours, texts))
+        figures["rubric_pkg"] = "skipped (--no-peers)"
+        return figures
+    for peer in PEER_VERSIONS:
+        figures[peer] = await _against(peer, texts, rounds, structured=peer != "rubric")
+    return figures
+
+
+def _seconds(run: dict[str, Any]) -> float:
+    return float(run["seconds"])
+
+
+def _ours(ours: dict[str, Any], texts: list[str]) -> dict[str, Any]:
+    expected = reference(texts)
+    return {
+        "judgments": ours["calls"],
+        "rubricflow_s": ours["seconds"],
+        "mean_score": sum(ours["scores"]) / len(ours["scores"]),
+        "same_scores_as_reference_formula": len(expected) == len(ours["scores"])
+        and all(abs(a - b) < 1e-9 for a, b in zip(ours["scores"], expected, strict=True)),
+    }
+
+
+async def _against(peer: str, texts: list[str], rounds: int, *, structured: bool) -> dict[str, Any]:
+    """rubricflow against one version of the package, in alternating rounds."""
+    count = len(texts)
+    _, setup_s = peers.ensure(peer)
+    figures: dict[str, Any] = {"peer": peers.versions(peer), "peer_env_setup_s": setup_s}
     ours_runs: list[dict[str, Any]] = []
     theirs_runs: list[dict[str, Any]] = []
     for _ in range(rounds):
-        if peers_enabled:
-            theirs_runs.append(
-                peers.run_script("rubric", "rubric_pkg_grade.py", {"count": count, "seed": SEED})
-            )
-        ours_runs.append(await rubricflow_run(texts))
-    ours = min(ours_runs, key=lambda r: r["seconds"])
-    figures["judgments"] = ours["calls"]
-    figures["rubricflow_s"] = ours["seconds"]
+        theirs_runs.append(
+            peers.run_script(peer, "rubric_pkg_grade.py", {"count": count, "seed": SEED})
+        )
+        ours_runs.append(await rubricflow_run(texts, structured=structured))
+    ours = min(ours_runs, key=_seconds)
+    theirs = min(theirs_runs, key=_seconds)
+    figures.update(_ours(ours, texts))
     figures["rubricflow_rounds_s"] = [round(r["seconds"], 3) for r in ours_runs]
-    figures["mean_score"] = sum(ours["scores"]) / len(ours["scores"])
-    expected = reference(texts)
-    figures["same_scores_as_reference_formula"] = len(expected) == len(ours["scores"]) and all(
-        abs(a - b) < 1e-9 for a, b in zip(ours["scores"], expected, strict=True)
-    )
-    if not peers_enabled:
-        figures["rubric_pkg"] = "skipped (--no-peers)"
-        return figures
-    theirs = min(theirs_runs, key=lambda r: r["seconds"])
     gathered = peers.run_script(
-        "rubric", "rubric_pkg_grade.py", {"count": count, "seed": SEED, "mode": "gathered"}
+        peer, "rubric_pkg_grade.py", {"count": count, "seed": SEED, "mode": "gathered"}
     )
     if len(ours["scores"]) != len(theirs["scores"]):
         raise RuntimeError("the two sides graded different numbers of targets")

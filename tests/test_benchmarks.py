@@ -120,7 +120,7 @@ def test_gate_and_rubric_pkg_agree_with_the_peers(tmp_path: Path) -> None:
         from benchmarks import peers
     finally:
         sys.path.remove(str(ROOT))
-    made = peers.installed("dataknobs") and peers.installed("rubric")
+    made = all(peers.installed(name) for name in ("dataknobs", "rubric", "rubric2"))
     # CI pays the one-off install (about 90 s, from PyPI); a developer's run skips it
     if not made and os.environ.get("CI") != "true":
         pytest.skip(
@@ -130,8 +130,11 @@ def test_gate_and_rubric_pkg_agree_with_the_peers(tmp_path: Path) -> None:
     gate, pkg = results["gate"], results["rubric-pkg"]
     assert gate["same_outcomes"] is True and gate["status_mismatches"] == 0
     assert gate["dataknobs_artifacts_per_s"] > 0 and gate["rubricflow_artifacts_per_s"] > 0
-    assert pkg["same_scores"] is True and pkg["max_score_difference"] < 1e-9
-    assert pkg["rubric_pkg_judge_calls"] == pkg["judgments"] == 100
+    for version in ("rubric", "rubric2"):  # 1.3.2, and 2.0.x's Pydantic generate_fn
+        against = pkg[version]
+        assert against["same_scores"] is True and against["max_score_difference"] < 1e-9
+        assert against["rubric_pkg_judge_calls"] == against["judgments"] == 100
+    assert pkg["rubric2"]["peer"]["rubric"].startswith("2.0.")
 
 
 def test_the_cli_judge_workload_runs_rubricflow_eval_with_judge_concurrency(

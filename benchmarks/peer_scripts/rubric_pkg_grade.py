@@ -1,5 +1,6 @@
-"""Workload 3, `rubric` package side (runs in the rubric 1.3.2 venv, never with
-rubricflow): grade every target with `PerCriterionGrader`.
+"""Workload 3, `rubric` package side (runs in the rubric 1.3.2 or 2.0.x venv, never with
+rubricflow): grade every target with `PerCriterionGrader`. Under 2.x the judge returns
+the package's `PerCriterionOutput` model (its `generate_fn` contract), under 1.x text.
 
 stdin: {"count": N, "seed": S, "mode": "documented" | "gathered"}. `documented` grades the
 targets one after another, as the package's README does (each target's criteria in
@@ -20,16 +21,24 @@ from rubric.autograders import PerCriterionGrader
 
 from benchmarks import keyword_judge
 
+try:  # rubric 2.x: generate_fn returns a validated model
+    from rubric.autograders.schemas import PerCriterionOutput
+except ImportError:  # rubric 1.x: it returns text
+    PerCriterionOutput = None
+
 
 async def main() -> None:
     request = json.loads(sys.stdin.read())
     texts = keyword_judge.targets(request["count"], request.get("seed", 3))
     calls = 0
 
-    async def generate(system_prompt: str, user_prompt: str) -> str:
+    async def generate(system_prompt: str, user_prompt: str, **kwargs: object) -> object:
         nonlocal calls
         calls += 1
-        return await keyword_judge.rubric_pkg_generate(system_prompt, user_prompt)
+        text = await keyword_judge.rubric_pkg_generate(system_prompt, user_prompt)
+        if PerCriterionOutput is None:
+            return text
+        return PerCriterionOutput.model_validate_json(text)
 
     criteria = [{k: v for k, v in c.items() if k != "id"} for c in keyword_judge.RUBRIC]
     started = time.perf_counter()
