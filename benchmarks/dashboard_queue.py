@@ -171,6 +171,16 @@ async def _fill(url: str, count: int) -> None:
             ):
                 for start in range(0, len(values), 1000):
                     await connection.execute(sa.insert(table), values[start : start + 1000])
+    if url.startswith("postgresql"):
+        # what autovacuum does to a table soon after a bulk insert: the visibility map
+        # (index-only scans for the counts) and the planner's statistics
+        import asyncpg
+
+        connection = await asyncpg.connect(url)
+        try:
+            await connection.execute("VACUUM ANALYZE")
+        finally:
+            await connection.close()
 
 
 async def _client(stack: contextlib.AsyncExitStack, url: str) -> httpx.AsyncClient:
