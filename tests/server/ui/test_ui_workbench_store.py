@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import pytest
 from review.conftest import check, make_rubric
 
 from rubricflow.application import Application
@@ -221,3 +222,31 @@ async def test_a_queue_page_is_three_indexed_queries(server_db: str) -> None:
                 )
             assert indexes[sort] in plan, plan
             assert "SCAN artifacts" not in plan, plan
+
+
+async def test_a_new_revision_has_no_score_until_it_is_reviewed(server_db: str) -> None:
+    import sqlalchemy as sa
+
+    from rubricflow.store.tables import ArtifactRow
+
+    async with await Application.open(server_db) as app:
+        scores = await _fill(app)
+        rude = min(scores, key=lambda i: scores[i])
+        table = ArtifactRow.__table__  # type: ignore[attr-defined]
+
+        async def columns() -> tuple[float, float]:
+            async with app.store.database.read() as connection:
+                row = (
+                    await connection.execute(
+                        sa.select(table.c.review_score, table.c.review_margin).where(
+                            table.c.id == rude
+                        )
+                    )
+                ).one()
+            return float(row.review_score), float(row.review_margin)
+
+        assert await columns() == pytest.approx((1 / 3, 0.9 - 1 / 3))
+        await app.artifacts.revise(rude, "good one two three", actor="bob", reason="fixed")
+        assert await columns() == (1e9, 1e9)
+        await app.artifacts.submit_for_review(rude, actor="bob")
+        assert await columns() == pytest.approx((1.0, 0.1))
