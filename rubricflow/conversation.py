@@ -126,8 +126,13 @@ class Conversation(_Frozen):
     messages: tuple[Message, ...]
 
     def assistant_turns(self) -> list[tuple[int, Message]]:
-        """(message index, message) of every assistant message."""
-        return [(i, m) for i, m in enumerate(self.messages) if m.role == "assistant"]
+        """(message index, message) of every assistant message that says something: a
+        message that only calls tools is a step of the trajectory, not a turn."""
+        return [
+            (i, m)
+            for i, m in enumerate(self.messages)
+            if m.role == "assistant" and (m.text.strip() or m.images or not m.tool_calls)
+        ]
 
     def tool_calls(self) -> list[tuple[int, ToolCall]]:
         """(message index, call) of every tool call, in order: the trajectory."""

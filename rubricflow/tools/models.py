@@ -4,7 +4,8 @@ Parameters are what a model writes in a tool call; their JSON Schemas become the
 definitions (`rubricflow.tools.schemas`), so every field has a description and only
 types OpenAI's strict mode can express: text, numbers, booleans, enums, lists and
 closed objects (no free-form maps: metadata is a list of key/value pairs, and JSON
-content travels as text with `content_format: "json"`). Results are what the tool
+content travels as text with `content_format: "json"`, a conversation's messages with
+`content_format: "conversation"`). Results are what the tool
 returns: the verdict, every criterion, and what to fix.
 """
 
@@ -71,10 +72,12 @@ _Reference = Annotated[
     ),
     AfterValidator(_no_nul),
 ]
-ContentFormat = Literal["text", "json"]
+ContentFormat = Literal["text", "json", "conversation"]
 _CONTENT_FORMAT = (
-    "How to read `content`: `text` (as it is) or `json` (a JSON document, for artifact "
-    "types whose content is structured)"
+    "How to read `content`: `text` (as it is), `json` (a JSON document, for artifact "
+    "types whose content is structured) or `conversation` (a JSON list of chat messages "
+    "with roles, tool calls and tool results, in OpenAI's or Anthropic's shape; images "
+    "inline as data URLs)"
 )
 
 
@@ -85,15 +88,30 @@ class _Params(BaseModel):
 
 
 def content_value(content: str, content_format: ContentFormat) -> Any:
-    """`content` as the value to review: the text, or the JSON document it holds."""
+    """`content` as the value to review: the text, the JSON document it holds, or the
+    conversation (its shape and bounds checked, a problem naming its path)."""
     if content_format == "text":
         return content
     try:
-        return json.loads(content)
+        value = json.loads(content)
     except ValueError as error:
         raise ValueError(
             f"content is not JSON ({error}); send a JSON document, or content_format 'text'"
         ) from None
+    if content_format == "conversation":
+        from rubricflow.conversation import read_conversation
+        from rubricflow.errors import RubricflowError
+
+        try:
+            conversation = read_conversation(value)
+        except RubricflowError as error:
+            raise ValueError(str(error)) from None
+        if conversation is None:
+            raise ValueError(
+                "content is not a conversation: send a JSON list of messages, each with a "
+                '`role` (or {"messages": [...]})'
+            )
+    return value
 
 
 class MetadataItem(_Params):
@@ -108,6 +126,7 @@ class EvaluateTextParams(_Params):
     """Score content against a rubric; nothing is stored."""
 
     content: _Content
+    content_format: ContentFormat = Field(default="text", description=_CONTENT_FORMAT)
     rubric: _Reference | None = Field(
         default=None,
         description="A registered rubric: ID (its latest version) or ID@VERSION. Give "

@@ -173,6 +173,7 @@ async def evaluate_text(
         rubric = await inline_rubric(
             application, params.rubric_document, format=None, rubric_id=params.rubric_id
         )
+    target = Target(content=_content(params), query=params.query)  # refused before a judge
     judged = _judged(application, rubric)
     session: LLMSession | None = None
     options: dict[str, Any] = {"llm_cache": None}
@@ -194,7 +195,6 @@ async def evaluate_text(
             options = {"llm": session}
         else:
             options = {"llm": judge}
-    target = Target(content=params.content, query=params.query)
     try:
         (evaluation,) = await application.evaluate(rubric, [target], options=options)
     finally:
@@ -289,7 +289,7 @@ async def _review_result(application: Application, outcome: ReviewOutcome) -> Re
     return ReviewResult(**fields, queued=outcome.queued)
 
 
-def _content(params: SubmitForReviewParams | ReviseArtifactParams) -> Any:
+def _content(params: EvaluateTextParams | SubmitForReviewParams | ReviseArtifactParams) -> Any:
     try:
         return content_value(params.content, params.content_format)
     except ValueError as error:

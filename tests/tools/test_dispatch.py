@@ -305,7 +305,7 @@ async def test_an_unknown_tool(app: Application) -> None:
         (
             {"artifact_type": "post", "content": "x", "content_format": "xml"},
             "content_format",
-            "'text' or 'json'",
+            "'text', 'json' or 'conversation'",
         ),
         ({"artifact_type": "post", "content": "a\u0000b"}, "content", "NUL"),
         ({"artifact_type": "post", "content": "\ud800"}, "content", "valid Unicode"),
