@@ -565,6 +565,8 @@ def _cap_spend(judge: LLMSession, max_cost: float) -> None:
             "IN,OUT (per million input and output tokens, e.g. 0.15,0.60)"
         )
     judge.budget = CostBudget(max_cost, "the run's --max-cost")
+    for member in judge.members():  # a panel's judges: every call counts
+        member.budget = judge.budget
 
 
 def eval_command(

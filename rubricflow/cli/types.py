@@ -139,6 +139,14 @@ def types_set(
             "counted in the store and shared by every worker and server.",
         ),
     ] = None,
+    judge_batch: Annotated[
+        bool,
+        typer.Option(
+            "--batch",
+            help="A worker's review sends its judge calls through the provider's batch API "
+            "(OpenAI, Anthropic) at the batch price; never an inline review.",
+        ),
+    ] = False,
     db: DbOption = None,
     server: ServerOption = None,
     token: TokenOption = None,
@@ -168,6 +176,7 @@ def types_set(
         judge=judge_spec(llm, panel),
         max_cost_per_artifact=max_cost_per_artifact,
         daily_budget=daily_budget,
+        judge_batch=judge_batch,
         review_policy=ReviewPolicy(
             route_confidence=route_confidence,
             route_margin=route_margin,
@@ -214,6 +223,8 @@ def types_show(
         out.print(f"  max_cost_per_artifact {artifact_type.max_cost_per_artifact:g}")
     if artifact_type.daily_budget is not None:
         out.print(f"  daily_budget {artifact_type.daily_budget:g}")
+    if artifact_type.judge_batch:
+        out.print("  judge_batch (a worker's review uses the batch API)")
     policy = artifact_type.review_policy
     if policy != type(policy)():
         shown = " ".join(f"{k}={v}" for k, v in policy.model_dump(exclude_defaults=True).items())

@@ -290,6 +290,7 @@ class AsyncClient:
                 review_policy=ReviewPolicyIn(**definition.review_policy.model_dump(mode="json")),
                 max_cost_per_artifact=definition.max_cost_per_artifact,
                 daily_budget=definition.daily_budget,
+                judge_batch=definition.judge_batch,
             ).model_dump(mode="json")
         elif isinstance(definition, ArtifactTypeIn):
             body = definition.model_dump(mode="json")

@@ -88,10 +88,13 @@ class CostBudget:
 def capped_session(session: Any, budget: CostBudget) -> Any:
     """A view of the judge session `session` (an `LLMSession`) whose calls count against
     `budget`: the same provider, HTTP pool and cache, closed with the original (the view
-    owns nothing). A panel's members are not capped (their calls go uncounted)."""
+    owns nothing). A panel's judges are capped views too, under the same budget: every
+    member's call counts."""
     view = object.__new__(type(session))
     view.__dict__.update(session.__dict__)
     view._owned = False
     view._owns_cache = False
     view.budget = budget
+    if session.panel is not None:
+        view._members = [capped_session(member, budget) for member in session.members()]
     return view

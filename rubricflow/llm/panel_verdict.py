@@ -12,6 +12,7 @@ from typing import Any
 
 from rubricflow.llm.ballots import Tally, Vote, majority, mean
 from rubricflow.llm.base import redact
+from rubricflow.llm.budget import BUDGET_REASON
 from rubricflow.llm.panel import PanelDecision, PanelVote, decide
 from rubricflow.model import Criterion
 from rubricflow.results import CriterionResult, LLMCall
@@ -142,13 +143,18 @@ def decide_panel(
     lines = [_line(j) for j in judged]
     abstained = len(judged) - len(votes)
     if isinstance(decision, str):
+        # a judge stopped by the budget: the criterion's reason is the budget (fail closed)
+        if any(a.startswith(BUDGET_REASON) for t in tallies for a in t.abstained):
+            decision = f"{BUDGET_REASON}: {decision} (the judge budget refused a call)"
         return CriterionResult(
             criterion_id=criterion.id,
             status="unable_to_evaluate",
             weight=criterion.weight,
             required=criterion.required,
             scorer=scorer,
-            notes=redact(f"panel ({policy}): {decision}"),
+            notes=redact(
+                decision if decision.startswith(BUDGET_REASON) else f"panel ({policy}): {decision}"
+            ),
             evidence=(f"panel ({policy}): {decision}", *lines),
             llm_calls=tuple(calls),
         )

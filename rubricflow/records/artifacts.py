@@ -161,6 +161,10 @@ class ArtifactType(_Checked):
     daily_budget: float | None = Field(default=None, ge=0.0)
     """The most this type's reviews may spend on judge calls in one UTC day, counted in the
     store and shared by every worker and server (`types set --daily-budget`). None: none."""
+    judge_batch: bool = False
+    """Whether a worker's (deferred) review of this type sends its judge calls through the
+    provider's batch API at the batch price (`types set --batch`); an inline review that
+    someone waits for never does."""
 
 
 class Artifact(BaseModel):

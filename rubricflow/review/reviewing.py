@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from rubricflow.engine.executor import evaluate
 from rubricflow.engine.isolation import uses_pool
 from rubricflow.errors import ArtifactConflictError, ReviewError
-from rubricflow.llm.budget import CostBudget, capped_session
+from rubricflow.llm.budget import BUDGET_REASON, CostBudget, capped_session
 from rubricflow.llm.session import LLMSession
 from rubricflow.model import Rubric
 from rubricflow.records.artifacts import ReviewOutcome
@@ -31,7 +31,13 @@ from rubricflow.review.context import (
     ReviewContext,
     utcnow,
 )
-from rubricflow.review.routing import ESCALATION, escalations, route, unsure_criteria
+from rubricflow.review.routing import (
+    ESCALATION,
+    ROUTED_PREFIX,
+    escalations,
+    route,
+    unsure_criteria,
+)
 from rubricflow.store.artifacts import (
     Artifact,
     ArtifactTransaction,
@@ -89,6 +95,10 @@ class Reviewer:
         self.type_sessions: dict[str, LLMSession] = {}
         #: the spending cap of each artifact revision under review, when its type has one
         self._budgets: dict[tuple[str, int], CostBudget] = {}
+        #: the artifact revisions under a deferred review whose type batches its judge calls
+        self._batched: set[tuple[str, int]] = set()
+        #: the batch-API sessions of deferred reviews (`ArtifactType.judge_batch`), by judge
+        self.batch_sessions: dict[str | None, LLMSession] = {}
 
     async def aclose(self) -> None:
         """Close the LLM session the reviews share (its HTTP connections); the store stays
@@ -97,7 +107,8 @@ class Reviewer:
         if session is not None:
             await session.aclose()
         typed, self.type_sessions = self.type_sessions, {}
-        for each in typed.values():
+        batched, self.batch_sessions = self.batch_sessions, {}
+        for each in [*typed.values(), *batched.values()]:
             await each.aclose()
 
     def _judge_options(self, judge: str | None = None) -> dict[str, Any]:
@@ -129,6 +140,30 @@ class Reviewer:
             )
         return {**self.evaluate_options, "options": {**inner, "llm": self.session}}
 
+    def _batch_options(self, judge: str | None) -> dict[str, Any]:
+        """`_judge_options` for a deferred review whose type batches: a session of its own
+        whose calls go through the provider's batch API (`rubricflow.llm.batching`)."""
+        from rubricflow.llm.batching import use_batch_api
+
+        session = self.batch_sessions.get(judge)
+        if session is None:
+            inner = dict(self.evaluate_options.get("options") or {})
+            inner.setdefault("llm_cache", self._context.store.judge_cache)
+            if judge is not None:
+                inner["llm"] = judge
+            given = inner.get("llm")
+            if isinstance(given, LLMSession):
+                inner["llm"] = given.provider_now()
+            session = LLMSession.from_options(
+                inner,
+                plugins=self._context.plugins,
+                allow_import=bool(self.evaluate_options.get("allow_import", False)),
+            )
+            use_batch_api(session)
+            self.batch_sessions[judge] = session
+        inner = dict(self.evaluate_options.get("options") or {})
+        return {**self.evaluate_options, "options": {**inner, "llm": session}}
+
     async def review(self, artifact_id: str, *, worker: str) -> ReviewOutcome:
         """Claim the artifact, evaluate every bound rubric, and commit the outcome. A
         review that cannot finish returns the artifact to `pending_review` with the reason."""
@@ -141,6 +176,7 @@ class Reviewer:
         prepared: tuple[ArtifactType, list[Planned]] | None = None,
         seq: int | None = None,
         evaluating: Evaluating | None = None,
+        deferred: bool = False,
     ) -> ReviewOutcome:
         """Evaluate a claimed artifact (in_review, leased, as a claim returned it) and
         commit the outcome; `prepared` is its type and plan when the caller read them
@@ -150,19 +186,23 @@ class Reviewer:
         The outcome is written only if the artifact is still as claimed: when the lease
         expired and another worker took the review over, or a human decided meanwhile,
         `ArtifactConflictError` is raised and nothing but the (reusable) evaluations is
-        written."""
+        written. `deferred`: a worker's review nobody waits on, whose judge calls go
+        through the batch API when its type says so (`ArtifactType.judge_batch`)."""
         self._context.lifecycle.check_reviewable(artifact)
         heartbeat = asyncio.create_task(self._claims.keep_lease(artifact))
         try:
             if prepared is None:
                 prepared = await self._prepare(artifact)
             artifact_type, plan = prepared
+            if deferred and artifact_type.judge_batch:
+                self._batched.add((artifact.id, artifact.revision))
             results, unsaved = await self._evaluate_all(artifact, artifact_type, plan, evaluating)
         except Exception as error:  # the review could not finish: never strand the artifact
             reason = f"review could not finish: {type(error).__name__}: {error}"
             released = await self._release(artifact, reason)
             return ReviewOutcome(released, reason=released.last_reason)
         finally:
+            self._batched.discard((artifact.id, artifact.revision))
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
@@ -337,6 +377,11 @@ class Reviewer:
             self._budgets.pop((artifact.id, artifact.revision), None)
         return [(b, e) for b, e, _ in done], [e for _, e, saved in done if not saved]
 
+    def _options_for(self, artifact: Artifact, artifact_type: ArtifactType) -> dict[str, Any]:
+        if (artifact.id, artifact.revision) in self._batched:
+            return self._batch_options(artifact_type.judge)
+        return self._judge_options(artifact_type.judge)
+
     def _capped(
         self, options: dict[str, Any], artifact: Artifact, artifact_type: ArtifactType
     ) -> dict[str, Any]:
@@ -378,7 +423,7 @@ class Reviewer:
             plugins=self._context.plugins,
             threshold=artifact_type.approval_threshold,
             settings=self._context.settings,
-            **self._capped(self._judge_options(artifact_type.judge), artifact, artifact_type),
+            **self._capped(self._options_for(artifact, artifact_type), artifact, artifact_type),
         )
         policy = artifact_type.review_policy
         if policy.escalate_to is None:
@@ -440,8 +485,13 @@ class Reviewer:
         The outcome is decided on the evaluations as stored (another reviewer's, when it
         stored one for the same revision and rubric version first). When the artifact is
         no longer as claimed the evaluations are still committed and
-        `ArtifactConflictError` is raised."""
-        if any(e.verdict == "incomplete" for _, e in results):
+        `ArtifactConflictError` is raised.
+
+        An incomplete review is released to be retried (dead-lettered after its retries),
+        unless only the judge budget stopped it and the type routes: then it waits for a
+        person (`over_budget_routing`)."""
+        over_budget = over_budget_routing(artifact_type, results)
+        if over_budget is None and any(e.verdict == "incomplete" for _, e in results):
             stored = {id(e): await self._save(e, artifact) for e in unsaved}
             results = [(b, stored.get(id(e), e)) for b, e in results]
             evaluations = [evaluation for _, evaluation in results]
@@ -458,7 +508,11 @@ class Reviewer:
             stored = {id(e): await self._save(e, artifact, tx) for e in unsaved}
             new = [e for e in unsaved if stored[id(e)] is e]  # not another reviewer's
             results = [(b, stored.get(id(e), e)) for b, e in results]
-            trigger, reason = outcome_of(artifact_type, results, artifact)
+            trigger, reason = (
+                ("await_approval", over_budget)
+                if over_budget is not None
+                else outcome_of(artifact_type, results, artifact)
+            )
             evaluations = [evaluation for _, evaluation in results]
             written = await tx.transition(
                 artifact,
@@ -514,6 +568,34 @@ async def stop_evaluating(evaluating: Evaluating) -> None:
         evaluating.cancel()
     with contextlib.suppress(asyncio.CancelledError, Exception):
         await evaluating
+
+
+def over_budget_routing(
+    artifact_type: ArtifactType, results: list[tuple[RubricBinding, Evaluation]]
+) -> str | None:
+    """The routing reason when the review is incomplete only because the judge budget ran
+    out (every unscored criterion unable_to_evaluate with the reason "budget") and the
+    type routes to people (`ReviewPolicy.routes`); else None (the review is released and
+    retried, then dead-lettered)."""
+    if not artifact_type.review_policy.routes:
+        return None
+    unscored = [
+        (e, r)
+        for _, e in results
+        if e.verdict == "incomplete"
+        for r in e.criteria
+        if r.status != "scored"
+    ]
+    if not unscored or any(
+        r.status != "unable_to_evaluate" or not (r.notes or "").startswith(BUDGET_REASON)
+        for _, r in unscored
+    ):
+        return None
+    names = sorted({f"{e.rubric_id}@{e.rubric_version}" for e, _ in unscored})
+    return (
+        f"{ROUTED_PREFIX}: the judge budget ran out before {len(unscored)} criterion(s) of "
+        f"{', '.join(names)} were judged; decide the rest"
+    )
 
 
 def outcome_of(

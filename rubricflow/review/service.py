@@ -287,15 +287,16 @@ class ArtifactRegistry:
         review that cannot finish returns the artifact to `pending_review` with the reason."""
         return await self.reviewer.review(artifact_id, worker=worker)
 
-    async def finish_review(self, artifact: Artifact) -> ReviewOutcome:
+    async def finish_review(self, artifact: Artifact, *, deferred: bool = False) -> ReviewOutcome:
         """Evaluate a claimed artifact (in_review, leased, as `claim` returned it) and
         commit the outcome.
 
         The outcome is written only if the artifact is still as claimed: when the lease
         expired and another worker took the review over, or a human decided meanwhile,
         `ArtifactConflictError` is raised and nothing but the (reusable) evaluations is
-        written."""
-        return await self.reviewer.finish_review(artifact)
+        written. `deferred`: a worker's review, which nobody waits on (its type may batch
+        its judge calls)."""
+        return await self.reviewer.finish_review(artifact, deferred=deferred)
 
     async def abandon_review(self, artifact: Artifact, *, reason: str) -> Artifact:
         """Hand a claimed review back unfinished (`abort_review`, e.g. its worker is

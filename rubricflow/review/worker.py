@@ -179,7 +179,7 @@ class Worker:
                 continue
             if claimed is None:
                 return False
-            review = asyncio.create_task(self.registry.finish_review(claimed))
+            review = asyncio.create_task(self.registry.finish_review(claimed, deferred=True))
             self._in_flight.add(review)
             try:
                 await asyncio.wait({review})

@@ -153,6 +153,12 @@ class ArtifactTypeIn(_Body):
         description="The most this type's reviews may spend on judge calls in a UTC day, "
         "shared by every worker and server",
     )
+    judge_batch: bool = Field(
+        default=False,
+        description="A worker's review of this type sends its judge calls through the "
+        "provider's batch API (OpenAI Batch API, Anthropic Message Batches) at the batch "
+        "price; an inline review someone waits for never does",
+    )
 
     def to_type(self, name: str) -> ArtifactType:
         return ArtifactType(
@@ -170,6 +176,7 @@ class ArtifactTypeIn(_Body):
             review_policy=self.review_policy.to_policy(),
             max_cost_per_artifact=self.max_cost_per_artifact,
             daily_budget=self.daily_budget,
+            judge_batch=self.judge_batch,
         )
 
 
