@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from rubricflow.results import Evaluation
     from rubricflow.review import ArtifactRegistry, ReviewOutcome
     from rubricflow.review.agreement import TypeAgreement
+    from rubricflow.review.disagreements import ReviewerDisagreement
     from rubricflow.rubric_diff import RubricDiff
     from rubricflow.runs import RunData, RunInfo
     from rubricflow.store.evaluations import EvaluationStore
@@ -325,6 +326,17 @@ class Application(Core):
         from rubricflow.review.agreement import reviewer_agreement
 
         return await reviewer_agreement(self.artifacts, type_name, resamples=resamples, seed=seed)
+
+    async def reviewer_disagreements(
+        self, *, type_names: Sequence[str] | None = None, limit: int = 100
+    ) -> list[ReviewerDisagreement]:
+        """Rounds where the people deciding an artifact disagreed (of `type_names`; every
+        type: None): open splits first, then the most recently resolved, each with its
+        votes and resolution. Unblinded: blind an open one (`.blinded()`) for a person who
+        has not voted in it."""
+        from rubricflow.review.disagreements import reviewer_disagreements
+
+        return await reviewer_disagreements(self.artifacts, type_names=type_names, limit=limit)
 
     @property
     def idempotency_keys(self) -> IdempotencyStore:

@@ -54,14 +54,15 @@ class ArtifactQueries:
             type_names=type_names, status=status, created_by=created_by, after=after, limit=limit
         )
 
-    async def history(self, artifact_id: str) -> list[ArtifactEvent]:
+    async def history(self, artifact_id: str, *, viewer: str | None = None) -> list[ArtifactEvent]:
         """Every transition of the artifact, oldest first; the votes on a decision still
-        open are hidden (`reviewers.blind`), so a later reviewer decides unswayed."""
+        open are hidden (`reviewers.blind`), so a later reviewer decides unswayed; a
+        `viewer` who has voted on it sees them."""
         repository = self._context.repository
         events = await repository.history(artifact_id)
         if not any(event.trigger == VOTE for event in events):
             return events
-        return blind(events, await repository.get(artifact_id))
+        return blind(events, await repository.get(artifact_id), viewer=viewer)
 
     async def evaluations(self, artifact_id: str, revision: int | None = None) -> list[Evaluation]:
         """The stored evaluations of the artifact (one revision, or all), newest first;

@@ -105,11 +105,17 @@ def needs_votes(policy: ReviewPolicy, artifact: Artifact, actor: str) -> bool:
     return artifact.awaiting_approval and (policy.reviewers > 1 or actor in policy.leads)
 
 
-def blind(events: list[ArtifactEvent], artifact: Artifact) -> list[ArtifactEvent]:
-    """`events` with the votes on the artifact's pending decision hidden."""
+def blind(
+    events: list[ArtifactEvent], artifact: Artifact, *, viewer: str | None = None
+) -> list[ArtifactEvent]:
+    """`events` with the votes on the artifact's pending decision hidden, except from a
+    `viewer` who has cast one of them (blind until they decide)."""
     if not artifact.awaiting_approval:
         return events
-    pending = {id(v) for v in _pending_votes(events, artifact.revision)}
+    votes = _pending_votes(events, artifact.revision)
+    if viewer is not None and any(vote.actor == viewer for vote in votes):
+        return events
+    pending = {id(v) for v in votes}
     return [
         event.model_copy(update={"reason": HIDDEN_VOTE}) if id(event) in pending else event
         for event in events

@@ -201,9 +201,12 @@ class ArtifactRegistry:
             type_names=type_names, status=status, created_by=created_by, after=after, limit=limit
         )
 
-    async def history(self, artifact_id: str) -> builtins.list[ArtifactEvent]:
-        """Every transition of the artifact, oldest first."""
-        return await self.queries.history(artifact_id)
+    async def history(
+        self, artifact_id: str, *, viewer: str | None = None
+    ) -> builtins.list[ArtifactEvent]:
+        """Every transition of the artifact, oldest first (votes on a decision still open
+        hidden, except from a `viewer` who has voted on it)."""
+        return await self.queries.history(artifact_id, viewer=viewer)
 
     async def wait_for_change(
         self, artifact_id: str, *, after: int, timeout: float

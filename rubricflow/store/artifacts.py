@@ -593,6 +593,24 @@ class ArtifactRepository:
         async with self.database.read() as connection:
             return [_artifact(row) for row in await connection.execute(query)]
 
+    async def with_trigger(
+        self, trigger: str, *, type_names: Sequence[str] | None = None, limit: int = 200
+    ) -> list[str]:
+        """The ids of artifacts (of `type_names`) whose history holds a `trigger` event,
+        the one with the most recent such event first, `limit` at most."""
+        e, a = _events.c, _artifacts.c
+        query = sa.select(e.artifact_id).where(e.trigger == trigger)
+        if type_names is not None:
+            query = query.join(_artifacts, a.id == e.artifact_id).where(
+                a.type.in_(list(type_names))
+            )
+        query = query.group_by(e.artifact_id).order_by(
+            sa.func.max(e.created_at).desc(), e.artifact_id
+        )
+        async with self.database.read() as connection:
+            rows = await connection.execute(query.limit(limit))
+            return [row.artifact_id for row in rows]
+
     async def count(self, *, status: str | None = None) -> int:
         query = sa.select(sa.func.count()).select_from(_artifacts)
         if status is not None:

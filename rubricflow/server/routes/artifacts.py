@@ -528,7 +528,10 @@ async def artifact_history(
     artifact_id: ArtifactId, principal: Submitter, application: AppDep
 ) -> list[ArtifactEvent]:
     await _readable(application, principal, artifact_id)
-    events: list[ArtifactEvent] = await application.artifacts.history(artifact_id)
+    # votes on a decision still open are hidden, except from a reviewer who has voted
+    events: list[ArtifactEvent] = await application.artifacts.history(
+        artifact_id, viewer=principal.name
+    )
     return events
 
 

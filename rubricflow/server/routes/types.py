@@ -79,3 +79,26 @@ async def type_agreement(
         raise NotFoundError(f"no artifact type {name!r}")
     found = await application.reviewer_agreement(name, resamples=resamples, seed=seed)
     return found.to_dict()
+
+
+@router.get(
+    "/{name}/disagreements",
+    summary="Where the people deciding this type's artifacts disagreed, and the resolution",
+)
+async def type_disagreements(
+    name: TypeName,
+    principal: Reviewer,
+    application: AppDep,
+    limit: int = Query(default=100, ge=1, le=500),
+) -> dict[str, Any]:
+    """Open splits first (waiting for a further reviewer, a lead or an override), then
+    the most recently resolved rounds, each with its votes and how it was resolved. An
+    open split's votes say who voted, not what, unless you voted in it or lead the type."""
+    if not principal.allows_type(name):
+        raise NotFoundError(f"no artifact type {name!r}")
+    leads = (await application.artifacts.get_type(name)).review_policy.leads
+    found = await application.reviewer_disagreements(type_names=[name], limit=limit)
+    return {
+        "type": name,
+        "disagreements": [d.seen_by(principal.name, leads).to_dict() for d in found],
+    }

@@ -22,6 +22,7 @@ def router() -> APIRouter:
         agreement,
         artifact,
         queue,
+        reviewers,
         rubrics,
         runs,
         signin,
@@ -37,6 +38,7 @@ def router() -> APIRouter:
         rubrics.router,
         runs.router,
         agreement.router,
+        reviewers.router,
         workbench.router,
         static.router,
     ):

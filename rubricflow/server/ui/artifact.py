@@ -265,7 +265,7 @@ async def _page(
     artifacts = application.artifacts
     principal = viewer.principal
     artifact = await readable_artifact(application, principal, artifact_id)
-    history = await artifacts.history(artifact_id)
+    history = await artifacts.history(artifact_id, viewer=principal.name)
     evaluations = await artifacts.evaluations(artifact_id, artifact.revision)
     open_now = artifacts.lifecycle.open_to_people(artifact)
     decider = principal.allows_role("reviewer") and principal.allows_type(artifact.type)
