@@ -318,6 +318,28 @@ def _remember_rubrics(pairs: Any, rubrics: dict[str, Rubric]) -> Any:
         yield rubric, target
 
 
+def _remember(
+    cases: _Cases, rubrics: dict[str, Rubric] | None, contents: dict[str, Any] | None
+) -> None:
+    """Keep what the --junit file (each rubric) and the --report (each conversation)
+    need, as the targets go by."""
+    if rubrics is not None:
+        cases.pairs = _remember_rubrics(cases.pairs, rubrics)
+    if contents is not None:
+        cases.pairs = _remember_conversations(cases.pairs, contents)
+
+
+def _remember_conversations(pairs: Any, contents: dict[str, Any]) -> Any:
+    """`pairs` as they are, keeping each conversation target's content by id for the
+    --report, which shows it turn by turn (text targets are not kept)."""
+    from rubricflow.conversation import conversation_of
+
+    for rubric, target in pairs:
+        if target.id is not None and conversation_of(target) is not None:
+            contents[target.id] = target.content
+        yield rubric, target
+
+
 def _progress_bar(total: int | None) -> Any:
     from rich.progress import (
         BarColumn,
@@ -422,13 +444,14 @@ def _write_files(
     *,
     report: Path | None,
     junit: Path | None,
+    contents: dict[str, Any] | None = None,
 ) -> None:
     """The --report and --junit files, from the whole run (earlier sessions' too)."""
     if report is not None:
         from rubricflow.report import write_report
 
         with user_errors():
-            written = write_report(batch.data(), report)
+            written = write_report(batch.data(), report, contents=contents)
         err.print(f"report: {escape(str(written))}")
     if junit is not None:
         from rubricflow.ci.junit import rubric_label, write_junit
@@ -471,10 +494,17 @@ def _print_summary(batch: BatchRun) -> None:
 
 
 def _ray_evaluator(
-    address: str | None, actors: int, spec: str | None, judge_concurrency: int | None
+    address: str | None,
+    actors: int,
+    spec: str | None,
+    judge_concurrency: int | None,
+    *,
+    db: str | None = None,
+    cache: bool = True,
 ) -> dict[str, Any]:
     """`{"evaluator": ...}` scoring on the Ray cluster at `address`, or nothing without
-    --ray; a missing ray extra is a usage error naming the install."""
+    --ray; a missing ray extra is a usage error naming the install. The actors share the
+    judge cache of a `db` on PostgreSQL; without one each keeps its own, in memory."""
     if address is None:
         return {}
     try:
@@ -484,16 +514,21 @@ def _ray_evaluator(
             "--ray needs Ray: pip install -e '.[ray]' from the checkout (ray[data]), on the "
             "driver and on every node"
         )
+    from rubricflow.ray.caching import is_shared_store
     from rubricflow.settings import current
 
     # the spec, not the session, travels: each actor builds its own judge from it
-    judge = spec if spec is not None else current().llm
+    given = current()
+    judge = spec if spec is not None else given.llm
+    shared = db if db is not None and is_shared_store(db) else None
     return {
         "evaluator": RayEvaluator(
             address=address,
             actors=actors,
             judge=judge,
             judge_concurrency=judge_concurrency or 8,
+            rpm=given.llm_rpm,
+            cache=(shared or "memory") if cache else None,
         )
     }
 
@@ -741,20 +776,23 @@ def eval_command(
         with user_errors():  # before any target is judged (and paid for)
             check_writable(junit)
     plugins = plugin_manager()
-    cases, source_format = _gather(
-        rubric_path,
-        target,
-        format=format,
-        rubric_id=rubric_id,
-        outputs=outputs,
-        plugins=plugins,
-        allow_import=allow_import,
-        source=_trace_format(source),
-    )
+    from rubricflow.formats.base import allowing_code
+
+    with allowing_code(allow_import):  # a python grader is imported only when allowed
+        cases, source_format = _gather(
+            rubric_path,
+            target,
+            format=format,
+            rubric_id=rubric_id,
+            outputs=outputs,
+            plugins=plugins,
+            allow_import=allow_import,
+            source=_trace_format(source),
+        )
     rubric = cases.rubric
     rubrics: dict[str, Rubric] = {}
-    if junit is not None:
-        cases.pairs = _remember_rubrics(cases.pairs, rubrics)
+    conversations: dict[str, Any] = {}
+    _remember(cases, rubrics if junit is not None else None, conversations if report else None)
     if resume and output is None and db is None:
         fail("--resume needs the run's --output file or its --db")
     spec = judge_spec(llm, panel)
@@ -828,7 +866,14 @@ def eval_command(
                         "llm_feedback": llm_feedback,
                         "double_pass": double_pass or None,
                     },
-                    **_ray_evaluator(ray_address, ray_actors, spec, judge_concurrency),
+                    **_ray_evaluator(
+                        ray_address,
+                        ray_actors,
+                        spec,
+                        judge_concurrency,
+                        db=db,
+                        cache=not no_cache,
+                    ),
                 )
             )
         except (asyncio.CancelledError, KeyboardInterrupt):
@@ -836,7 +881,7 @@ def eval_command(
     batch = evaluation_run.batch
     if batch is None:
         raise typer.Exit(EXIT_FAILED)
-    _write_files(batch, rubric, rubrics, report=report, junit=junit)
+    _write_files(batch, rubric, rubrics, report=report, junit=junit, contents=conversations)
     tally = batch.tally
     if tally.done + tally.skipped == 0 and not evaluation_run.interrupted:
         fail(f"{cases.source}: holds no targets; give one target object or JSONL lines")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from markupsafe import Markup
 
 from rubricflow.calibration.estimates import PassRateEstimate, RateInterval
 from rubricflow.llm.base import redact
+from rubricflow.report.conversation import conversation_view
 from rubricflow.results import CriterionResult, Evaluation
 from rubricflow.runs import HISTOGRAM_BINS, RunData, RunSummary, summarize
 
@@ -127,9 +129,14 @@ def _histogram(summary: RunSummary) -> dict[str, Any]:
     }
 
 
-def _targets(evaluations: list[Evaluation]) -> list[dict[str, Any]]:
+def _targets(
+    evaluations: list[Evaluation], contents: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
     rows = []
     for index, evaluation in enumerate(evaluations):
+        content = None
+        if contents is not None and evaluation.target_id is not None:
+            content = contents.get(evaluation.target_id)
         criteria = [
             {
                 "id": r.criterion_id,
@@ -164,6 +171,7 @@ def _targets(evaluations: list[Evaluation]) -> list[dict[str, Any]]:
                 "failed": [c["id"] for c in criteria if c["state"] == "failed"],
                 "llm_calls": usage["llm_calls"],
                 "cost": usage["cost"],
+                "conversation": None if content is None else conversation_view(content),
             }
         )
     return rows
@@ -184,10 +192,11 @@ def _hash_source(text: str) -> str:
     return "sha256-" + base64.b64encode(digest).decode("ascii")
 
 
-def report_data(run: RunData) -> dict[str, Any]:
+def report_data(run: RunData, contents: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What the report shows of a run, ready to place: `summary`, verdict `counts`, the
     score `histogram` (bars), `criteria` (pass rates) and `targets` (each with its
-    criteria). The dashboard's run page shows the same."""
+    criteria, and its conversation turn by turn when `contents` holds its content by
+    target id). The dashboard's run page shows the same."""
     summary = summarize(run.evaluations)
     criteria = [
         {
@@ -211,7 +220,7 @@ def report_data(run: RunData) -> dict[str, Any]:
         },
         "histogram": _histogram(summary),
         "criteria": criteria,
-        "targets": _targets(run.evaluations),
+        "targets": _targets(run.evaluations, contents),
     }
 
 
@@ -236,12 +245,18 @@ def estimate_view(estimate: PassRateEstimate | None) -> dict[str, Any] | None:
 
 
 def render_report(
-    run: RunData, *, title: str | None = None, estimate: PassRateEstimate | None = None
+    run: RunData,
+    *,
+    title: str | None = None,
+    estimate: PassRateEstimate | None = None,
+    contents: Mapping[str, Any] | None = None,
 ) -> str:
     """The run as one self-contained HTML page (see the module docstring); with the pass
-    rate corrected with people's labels when `estimate` is given."""
+    rate corrected with people's labels when `estimate` is given, and each conversation
+    turn by turn when `contents` holds the targets' contents by target id (a results file
+    keeps no content)."""
     environment = _environment()
-    data = report_data(run)
+    data = report_data(run, contents)
     summary, targets = data["summary"], data["targets"]
     info = run.info
     rubric = f"{info.rubric_id}@{info.rubric_version}" if info.rubric_version else info.rubric_id
@@ -277,9 +292,11 @@ def write_report(
     *,
     title: str | None = None,
     estimate: PassRateEstimate | None = None,
+    contents: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write the run's report to `path` (parent folders are created); returns the path."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render_report(run, title=title, estimate=estimate), encoding="utf-8")
+    page = render_report(run, title=title, estimate=estimate, contents=contents)
+    target.write_text(page, encoding="utf-8")
     return target
