@@ -494,17 +494,10 @@ def _print_summary(batch: BatchRun) -> None:
 
 
 def _ray_evaluator(
-    address: str | None,
-    actors: int,
-    spec: str | None,
-    judge_concurrency: int | None,
-    *,
-    db: str | None = None,
-    cache: bool = True,
+    address: str | None, actors: int, spec: str | None, judge_concurrency: int | None
 ) -> dict[str, Any]:
     """`{"evaluator": ...}` scoring on the Ray cluster at `address`, or nothing without
-    --ray; a missing ray extra is a usage error naming the install. The actors share the
-    judge cache of a `db` on PostgreSQL; without one each keeps its own, in memory."""
+    --ray; a missing ray extra is a usage error naming the install."""
     if address is None:
         return {}
     try:
@@ -514,21 +507,16 @@ def _ray_evaluator(
             "--ray needs Ray: pip install -e '.[ray]' from the checkout (ray[data]), on the "
             "driver and on every node"
         )
-    from rubricflow.ray.caching import is_shared_store
     from rubricflow.settings import current
 
     # the spec, not the session, travels: each actor builds its own judge from it
-    given = current()
-    judge = spec if spec is not None else given.llm
-    shared = db if db is not None and is_shared_store(db) else None
+    judge = spec if spec is not None else current().llm
     return {
         "evaluator": RayEvaluator(
             address=address,
             actors=actors,
             judge=judge,
             judge_concurrency=judge_concurrency or 8,
-            rpm=given.llm_rpm,
-            cache=(shared or "memory") if cache else None,
         )
     }
 
@@ -776,19 +764,16 @@ def eval_command(
         with user_errors():  # before any target is judged (and paid for)
             check_writable(junit)
     plugins = plugin_manager()
-    from rubricflow.formats.base import allowing_code
-
-    with allowing_code(allow_import):  # a python grader is imported only when allowed
-        cases, source_format = _gather(
-            rubric_path,
-            target,
-            format=format,
-            rubric_id=rubric_id,
-            outputs=outputs,
-            plugins=plugins,
-            allow_import=allow_import,
-            source=_trace_format(source),
-        )
+    cases, source_format = _gather(
+        rubric_path,
+        target,
+        format=format,
+        rubric_id=rubric_id,
+        outputs=outputs,
+        plugins=plugins,
+        allow_import=allow_import,
+        source=_trace_format(source),
+    )
     rubric = cases.rubric
     rubrics: dict[str, Rubric] = {}
     conversations: dict[str, Any] = {}
@@ -866,14 +851,7 @@ def eval_command(
                         "llm_feedback": llm_feedback,
                         "double_pass": double_pass or None,
                     },
-                    **_ray_evaluator(
-                        ray_address,
-                        ray_actors,
-                        spec,
-                        judge_concurrency,
-                        db=db,
-                        cache=not no_cache,
-                    ),
+                    **_ray_evaluator(ray_address, ray_actors, spec, judge_concurrency),
                 )
             )
         except (asyncio.CancelledError, KeyboardInterrupt):
