@@ -764,16 +764,19 @@ def eval_command(
         with user_errors():  # before any target is judged (and paid for)
             check_writable(junit)
     plugins = plugin_manager()
-    cases, source_format = _gather(
-        rubric_path,
-        target,
-        format=format,
-        rubric_id=rubric_id,
-        outputs=outputs,
-        plugins=plugins,
-        allow_import=allow_import,
-        source=_trace_format(source),
-    )
+    from rubricflow.formats.base import allowing_code
+
+    with allowing_code(allow_import):  # a python grader is imported only when allowed
+        cases, source_format = _gather(
+            rubric_path,
+            target,
+            format=format,
+            rubric_id=rubric_id,
+            outputs=outputs,
+            plugins=plugins,
+            allow_import=allow_import,
+            source=_trace_format(source),
+        )
     rubric = cases.rubric
     rubrics: dict[str, Rubric] = {}
     conversations: dict[str, Any] = {}

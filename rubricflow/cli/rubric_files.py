@@ -122,14 +122,25 @@ def convert_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="Write JSON (default YAML, or JSON for a .json output).")
     ] = False,
+    allow_import: Annotated[
+        bool,
+        typer.Option(
+            "--allow-import",
+            help="Import graders that run code (an OpenAI python grader): its criterion runs "
+            "the source in a subprocess with a timeout, when evaluated with --allow-import.",
+        ),
+    ] = False,
 ) -> None:
     """Convert a rubric file from any supported format into the native format."""
+    from rubricflow.formats.base import allowing_code
+
     if to != "native":
         fail(f"cannot convert to {to!r}; the only target format is native")
     fmt = "json" if as_json or (output is not None and output.suffix.lower() == ".json") else "yaml"
     core = store_less_core()
     try:
-        text, loaded = asyncio.run(core.convert(path, format=format, to=fmt))
+        with allowing_code(allow_import):
+            text, loaded = asyncio.run(core.convert(path, format=format, to=fmt))
     except RubricValidationError as error:
         for problem in error.problems:
             where = f"{escape(problem.path)}: " if problem.path else ""

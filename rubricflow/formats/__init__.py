@@ -1,6 +1,6 @@
 """Rubric formats: the native format, importers for five source systems, and the loader."""
 
-from rubricflow.formats.base import ImportResult, RubricFormat
+from rubricflow.formats.base import ImportResult, RubricFormat, allowing_code
 from rubricflow.formats.loader import (
     LoadedFile,
     detect_format,
@@ -14,6 +14,7 @@ __all__ = [
     "ImportResult",
     "LoadedFile",
     "RubricFormat",
+    "allowing_code",
     "detect_format",
     "dump_rubric",
     "dump_rubrics",

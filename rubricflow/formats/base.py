@@ -6,9 +6,11 @@ problem is reported with its path in the *source* document and how to fix it.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, get_args, runtime_checkable
@@ -44,6 +46,27 @@ class FormatRegistry(Protocol):
     def formats(self) -> Mapping[str, RubricFormat]: ...
 
 
+#: whether the caller lets an importer take a grader that runs code (`allowing_code`)
+_code_allowed: ContextVar[bool] = ContextVar("rubricflow_allow_code", default=False)
+
+
+def code_allowed() -> bool:
+    """Whether the load in progress may import graders that run code (`allowing_code`)."""
+    return _code_allowed.get()
+
+
+@contextlib.contextmanager
+def allowing_code(allowed: bool = True) -> Iterator[None]:
+    """Let the rubric loads inside import graders that run code (an OpenAI `python`
+    grader), as criteria whose check runs the code in a subprocess only when evaluated
+    with `allow_import=True` (`--allow-import`). Off by default: rubric files are data."""
+    token = _code_allowed.set(allowed)
+    try:
+        yield
+    finally:
+        _code_allowed.reset(token)
+
+
 @dataclass(frozen=True)
 class LoadContext:
     """What a format's `load` is told about the load in progress.
@@ -63,6 +86,8 @@ class LoadContext:
     base_dir: Path | None = None
     schema_refs: SchemaRefPolicy = "inside"
     plugins: FormatRegistry | None = None
+    allow_code: bool = field(default_factory=code_allowed)
+    """Whether graders that run code may be imported (`allowing_code`; default: refused)."""
 
     def __post_init__(self) -> None:
         if self.schema_refs not in get_args(SchemaRefPolicy):

@@ -17,7 +17,12 @@ grader passes. The score is the mean of the graders' scores.
   at `pass_threshold`; without one it scores and does not gate, with a warning.
 - `label_model`: an `llm_decode` criterion whose levels are the labels; a passing label
   scores 1 and passes, any other scores 0.
-- `python` graders run code: refused, with how to port one to a check function.
+- `python` graders run code: refused, naming the opt-in, unless the caller allows it
+  (`--allow-import`, or `rubricflow.formats.allowing_code()` around the load); then a
+  criterion whose check (`rubricflow.scorers.python_grader:run_python_grader`, a
+  `module:function` name, so it runs only when evaluated with `allow_import=True`) runs
+  the grader's `grade(sample, item)` in a subprocess with a timeout, passing at
+  `pass_threshold`.
 - `multi` graders over `string_check` and `text_similarity` graders: the built-in
   `openai_multi` check grades each and computes `calculate_output` by safe arithmetic
   (`rubricflow.formats.arithmetic`: numbers, names, `+ - * / ^`, `min max abs floor ceil
@@ -88,7 +93,7 @@ class OpenAIGraderFormat:
             grader = reader.mapping(raw, path)
             if grader is None:
                 continue
-            criterion = _criterion(reader, grader, path)
+            criterion = _criterion(reader, grader, path, context.allow_code)
             if criterion is None:
                 continue
             base, number = criterion["id"], 2
@@ -117,16 +122,22 @@ class OpenAIGraderFormat:
         return ImportResult([build_rubric(native, context.source, path_map)], reader.warnings)
 
 
-def _criterion(reader: SourceReader, grader: Mapping[str, Any], path: str) -> dict[str, Any] | None:
+def _criterion(
+    reader: SourceReader, grader: Mapping[str, Any], path: str, allow_code: bool = False
+) -> dict[str, Any] | None:
     kind = grader.get("type")
     name = reader.text(grader, "name", path, required=True) or str(kind)
     base: dict[str, Any] = {"id": slugify(name, "grader"), "name": name, "required": True}
     if kind == "python":
+        if allow_code:
+            return _python(reader, grader, path, base)
         reader.problem(
             f"{path}.source",
-            f"grader {name!r} is a python grader, which runs code; rubricflow does not run a "
-            "grader's source: port it to a check function in a plugin (docs/plugins.md) "
-            "and name it in scoring.function",
+            f"grader {name!r} is a python grader, which runs code; rubricflow runs a "
+            "grader's source only when you opt in: --allow-import (or "
+            "rubricflow.formats.allowing_code() when loading, and allow_import=True when "
+            "evaluating) runs it in a subprocess with a timeout; or port it to a check "
+            "function in a plugin (docs/plugins.md) and name it in scoring.function",
         )
         return None
     if kind == "multi":
@@ -139,6 +150,39 @@ def _criterion(reader: SourceReader, grader: Mapping[str, Any], path: str) -> di
     if kind == "score_model":
         return _score_model(reader, grader, path, base)
     return _label_model(reader, grader, path, base)
+
+
+PYTHON_GRADER = "rubricflow.scorers.python_grader:run_python_grader"
+
+
+def _python(
+    reader: SourceReader, grader: Mapping[str, Any], path: str, base: dict[str, Any]
+) -> dict[str, Any]:
+    """A python grader the caller allowed: its source run by `PYTHON_GRADER`."""
+    source = grader.get("source")
+    if not isinstance(source, str) or "def grade" not in source:
+        reader.problem(f"{path}.source", "expected Python source defining grade(sample, item)")
+        source = ""
+    criterion: dict[str, Any] = {
+        **base,
+        "description": f"The python grader {base['name']!r} scores the output",
+        "scoring": {
+            "method": "deterministic",
+            "function": PYTHON_GRADER,
+            "config": {"source": source},
+        },
+    }
+    threshold = reader.number(grader, "pass_threshold", path)
+    if threshold is None:
+        criterion["required"] = False
+        reader.warn(
+            f"{path}.pass_threshold", "no pass_threshold: the grader scores and does not gate"
+        )
+    elif not 0 <= threshold <= 1:
+        reader.problem(f"{path}.pass_threshold", "must be within 0..1 (a grader's score)")
+    else:
+        criterion["min_score"] = threshold
+    return criterion
 
 
 def _sample_input(reader: SourceReader, grader: Mapping[str, Any], path: str) -> None:

@@ -1,0 +1,78 @@
+"""OpenAI `python` graders run only when the caller opts in (issue 31, item 3): refused by
+default with an error naming `--allow-import`; with it, `grade(sample, item)` runs in a
+subprocess with a timeout, and its score passes at `pass_threshold`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rubricflow import Target, evaluate
+from rubricflow.cli import app
+from rubricflow.errors import RubricValidationError
+from rubricflow.formats import allowing_code, load_document
+from rubricflow.scorers.python_grader import PythonGraderError, run_python_grader
+
+SOURCE = """
+def grade(sample, item):
+    words = sample["output_text"].split()
+    wanted = item.get("word", "")
+    return 1.0 if wanted in words else 0.25
+"""
+GRADER = {"type": "python", "name": "has word", "source": SOURCE, "pass_threshold": 0.5}
+
+
+def test_a_python_grader_is_refused_without_the_opt_in() -> None:
+    with pytest.raises(RubricValidationError) as raised:
+        load_document(GRADER, source="grader.json")
+    message = str(raised.value)
+    assert "--allow-import" in message and "subprocess" in message
+
+
+async def test_with_the_opt_in_it_runs_in_a_subprocess_and_gates_at_its_bar() -> None:
+    with allowing_code():
+        rubric = load_document(GRADER, source="grader.json").rubrics[0]
+    criterion = rubric.criteria[0]
+    assert criterion.required and criterion.scoring.function.endswith(":run_python_grader")
+    hit = Target(content="the parcel ships monday", reference={"word": "monday"})
+    miss = Target(content="the parcel ships soon", reference={"word": "monday"})
+    passed = await evaluate(rubric, hit, allow_import=True)
+    failed = await evaluate(rubric, miss, allow_import=True)
+    assert (passed.verdict, passed.criteria[0].score) == ("pass", 1.0)
+    assert (failed.verdict, failed.criteria[0].score) == ("fail", 0.25)
+    # loaded, but evaluated without the opt-in: the code does not run, and it says why
+    refused = await evaluate(rubric, hit)
+    assert refused.criteria[0].status == "error"
+    assert "allow_import=True" in (refused.criteria[0].notes or "")
+    assert refused.verdict != "pass"
+
+
+def test_a_grader_that_hangs_is_stopped_and_one_that_raises_is_named() -> None:
+    target = Target(content="x")
+    with pytest.raises(PythonGraderError, match="timeout"):
+        run_python_grader(target, source="def grade(s, i):\n    while True: pass\n", timeout=0.5)
+    with pytest.raises(PythonGraderError, match="ZeroDivisionError"):
+        run_python_grader(target, source="def grade(s, i):\n    return 1 / 0\n")
+    with pytest.raises(PythonGraderError, match="0..1"):
+        run_python_grader(target, source="def grade(s, i):\n    return 7\n")
+
+
+def test_the_cli_takes_the_opt_in(tmp_path: Path) -> None:
+    grader = tmp_path / "grader.json"
+    grader.write_text(json.dumps(GRADER))
+    target = tmp_path / "t.json"
+    target.write_text(
+        json.dumps({"id": "t", "content": "ships monday", "reference": {"word": "monday"}})
+    )
+    runner = CliRunner()
+    refused = runner.invoke(app, ["eval", str(grader), str(target)])
+    assert refused.exit_code != 0 and "--allow-import" in refused.output
+    allowed = runner.invoke(app, ["eval", str(grader), str(target), "--json", "--allow-import"])
+    assert allowed.exit_code == 0, allowed.output
+    assert json.loads(allowed.stdout.splitlines()[0])["verdict"] == "pass"
+    converted = runner.invoke(app, ["convert", str(grader), "--allow-import"])
+    assert converted.exit_code == 0 and "run_python_grader" in converted.stdout
+    assert runner.invoke(app, ["convert", str(grader)]).exit_code != 0
