@@ -7,6 +7,7 @@ verdict and the criterion labels."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -83,6 +84,14 @@ async def test_claims_lease_lapse_and_leave_the_queue(server_db: str) -> None:
         assert first in shown
         assert [c.artifact_id for c in await bench.others_claims("dave")] == [first]
         assert await bench.others_claims("dave", types=("other",)) == []
+
+        # reviewers racing for a free item: exactly one wins, the others are told who
+        race = await asyncio.gather(
+            *(bench.claim(second, f"racer-{n}", seconds=60) for n in range(5))
+        )
+        winners = [c for c in race if c.mine]
+        assert len(winners) == 1
+        assert {c.holder for c in race} == {winners[0].holder}
 
         # the lease lapses on its own: dave sees and takes it
         clock.now += timedelta(seconds=61)
