@@ -39,7 +39,7 @@ from rubricflow.store.dashboard import (
     QueueFilter,
     RunCursor,
 )
-from rubricflow.store.evaluations import CriterionPassRate, EvaluationFilter, JudgeUsage
+from rubricflow.store.evaluations import CriterionPassRate, EvaluationFilter, JudgeUsage, Spend
 from rubricflow.store.idempotency import (
     FinishedKey,
     IdempotencyStore,
@@ -57,6 +57,8 @@ from rubricflow.store.workbench import Claim, Comment, ExportedDecision, Workben
 _T = TypeVar("_T")
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from rubricflow.calibration import LabelledExample, PassRateEstimate
     from rubricflow.calibration.propose import Proposal
     from rubricflow.calibration.reliability import Period, ReliabilityPoint
@@ -472,6 +474,19 @@ class Application(Core):
         for key, value in entries:
             await self.store.judge_cache.put(key, value)
         return len(entries)
+
+    async def judge_spend(
+        self,
+        by: str = "run",
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[Spend]:
+        """Judge calls, cache hits, tokens and cost per `run`, artifact `type` or `day`
+        (UTC) of the evaluations created in [`since`, `until`), from the call ledger
+        (`rubricflow llm usage --by`, `GET /v1/judge-spend`, the dashboard's runs page).
+        Raises ValueError for another `by`."""
+        return await self.store.evaluations.spend(by, since=since, until=until)
 
     # --- trust: the judge against people's labels ----------------------------------------
     async def run_pass_rate_estimate(

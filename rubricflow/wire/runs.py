@@ -31,6 +31,8 @@ __all__ = [
     "RunSummaryOut",
     "ScoreDeltaOut",
     "SideOut",
+    "SpendList",
+    "SpendOut",
     "TargetCounts",
 ]
 
@@ -197,6 +199,24 @@ class JudgeUsageOut(BaseModel):
     @classmethod
     def of(cls, usage: JudgeUsage) -> JudgeUsageOut:
         return cls.model_validate(usage.to_dict())
+
+
+class SpendOut(BaseModel):
+    """Judge spend of one run, artifact type or day (`key`; null: evaluations of no run,
+    or of no artifact). Calls, tokens and cost count what was sent; `cache_hits` what the
+    judge cache answered; `cost` at the judge's price (batch calls at the batch price)."""
+
+    key: str | None
+    calls: int
+    cache_hits: int
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+
+
+class SpendList(BaseModel):
+    by: str = Field(description="run, type or day (UTC)")
+    spend: list[SpendOut] = Field(description="In key order, no key last")
 
 
 class JudgeUsageList(BaseModel):

@@ -9,6 +9,7 @@ core).
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import datetime
 
 from fastapi import APIRouter, Query
@@ -28,6 +29,8 @@ from rubricflow.wire.runs import (
     RunList,
     RunOut,
     RunSummaryOut,
+    SpendList,
+    SpendOut,
 )
 from rubricflow.wire.trust import PassRateEstimateOut
 
@@ -156,3 +159,19 @@ async def judge_usage(
         run_id=run, rubric_id=rubric, since=since, until=until, by_model=by_model
     )
     return JudgeUsageList(usage=[JudgeUsageOut.of(u) for u in usage])
+
+
+@router.get(
+    "/judge-spend",
+    response_model=SpendList,
+    summary="Judge spend per run, artifact type or day",
+)
+async def judge_spend(
+    principal: Reviewer,
+    application: AppDep,
+    by: str = Query(default="type", pattern="^(run|type|day)$", description="run, type or day"),
+    since: datetime | None = Query(default=None, description="Inclusive"),
+    until: datetime | None = Query(default=None, description="Exclusive"),
+) -> SpendList:
+    rows = await application.judge_spend(by, since=since, until=until)
+    return SpendList(by=by, spend=[SpendOut.model_validate(asdict(row)) for row in rows])

@@ -10,6 +10,7 @@ Every run page is a reviewer's, as the API's /v1/runs: a submitter gets 403.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
@@ -32,6 +33,8 @@ TARGETS_PER_PAGE = 100
 #: how often a running run's page refreshes its figures
 POLL_SECONDS = 2
 VERDICTS = ("pass", "fail", "incomplete")
+#: the days of judge spend the runs page shows (by artifact type and by day, UTC)
+SPEND_DAYS = 14
 
 router = APIRouter(route_class=UiRoute)
 
@@ -46,10 +49,15 @@ async def runs_page(
     application: Application = request.app.state.application
     cursor = RunCursor.decode(after) if after else None
     page = await application.dashboard.run_page(limit=PAGE_SIZE, after=cursor)
+    since = datetime.now(timezone.utc) - timedelta(days=SPEND_DAYS - 1)
+    since = since.replace(hour=0, minute=0, second=0, microsecond=0)
     return render(
         request,
         "runs.html",
         {
+            "spend_by_type": await application.judge_spend("type", since=since),
+            "spend_by_day": await application.judge_spend("day", since=since),
+            "spend_days": SPEND_DAYS,
             "overviews": page.items,
             "next_after": page.next.encode() if page.next else None,
             "first": cursor is not None,
