@@ -85,7 +85,9 @@ def _open(
         f'<svg xmlns="http://www.w3.org/2000/svg" {_attrs(viewBox=f"0 0 {width} {height}")} '
         f'width="100%" {_attrs(role="img", aria_labelledby=f"{ident}-title {ident}-desc")} '
         f'{_attrs(id=ident, class_=f"plot plot-{kind}")} font-family="{escape(FONT)}" '
-        f'font-size="12" {extra}>',
+        # focusable: on a phone the chart scrolls sideways inside its figure (legible
+        # labels), and a keyboard user scrolls it once it has the focus
+        f'font-size="12" tabindex="0" {extra}>',
         f'<title id="{escape(ident)}-title">{escape(title)}</title>',
         f'<desc id="{escape(ident)}-desc">{escape(desc)}</desc>',
         f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
