@@ -20,6 +20,7 @@ from typing import Any
 from benchmarks import (
     builtin_checks,
     cli_judge,
+    conversations,
     dashboard_queue,
     gate,
     http_gate,
@@ -61,6 +62,7 @@ WORKLOADS: dict[str, Runner] = {
     "pytest-startup": lambda a: pytest_startup.run(quick=a.quick),
     "trust": lambda a: trust.run(quick=a.quick),
     "ray": lambda a: ray_scale.run(quick=a.quick),
+    "conversations": lambda a: conversations.run(quick=a.quick),
 }
 
 # (workload, issue item, figure key, the bar as text, the test of the bar)
@@ -142,6 +144,16 @@ BARS: list[tuple[str, str, str, str, Callable[[Any], bool]]] = [
     ("ray", "32.p1", "two nodes / one (bar >= 1.8)", ">= 1.8", lambda v: v >= 1.8),
     ("ray", "32.p2", "ray one node / local (bar >= 0.85)", ">= 0.85", lambda v: v >= 0.85),
     ("ray", "32.p3", "same_results", "true", lambda v: v is True),
+    # issue 30: 50-turn conversations judged turn by turn keep the judge as busy as single
+    # targets, and 100,000 OTel spans read into trajectories in bounded memory
+    ("conversations", "30.p1", "ratio (bar >= 0.9)", ">= 0.90", lambda v: v >= 0.9),
+    (
+        "conversations",
+        "30.p2",
+        "otel/peak_rss_mb (bar < 200)",
+        "< 200 MB",
+        lambda v: v < 200,
+    ),
     # issue 5: storing an evaluation must not dominate the cost of making it
     ("store", "5", "sqlite_store_cost / evaluate_cost", "<= 1.0", lambda v: v <= 1.0),
     ("store", "5", "postgresql_store_cost / evaluate_cost", "<= 1.0", lambda v: v <= 1.0),

@@ -130,7 +130,7 @@ class _Span:
 
     start: int
     order: int
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)  # each as canonical JSON, interned
     inputs: int = 0  # how many of `messages` are the call's input (history)
     tool: dict[str, Any] | None = None  # an execute_tool span's call and result
 
@@ -140,6 +140,13 @@ class _Trace:
     id: str
     spans: list[_Span] = field(default_factory=list)
     seen: int = 0  # spans of the trace, GenAI or not
+    # each distinct message once: a chat call's input repeats the history, so its
+    # messages are the same strings the trace already holds
+    strings: dict[str, str] = field(default_factory=dict)
+
+    def intern(self, message: Mapping[str, Any]) -> str:
+        text = json.dumps(message, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        return self.strings.setdefault(text, text)
 
 
 def _json_attribute(value: Any, where: str) -> Any:
@@ -320,7 +327,7 @@ def _tool_span(attributes: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _span(raw: Mapping[str, Any], order: int, where: str) -> _Span | None:
+def _span(raw: Mapping[str, Any], order: int, where: str, trace: _Trace) -> _Span | None:
     """A span's GenAI content, or None when it has none."""
     attributes = _attributes(raw.get("attributes"))
     start = _nanos(raw.get("startTimeUnixNano", raw.get("start_time")))
@@ -350,7 +357,7 @@ def _span(raw: Mapping[str, Any], order: int, where: str) -> _Span | None:
     messages += events[event_inputs:]
     if not messages:
         return None
-    span.messages = messages
+    span.messages = [trace.intern(message) for message in messages]
     return span
 
 
@@ -375,7 +382,7 @@ class _Collector:
         if trace is None:
             trace = self.traces[trace_id] = _Trace(trace_id)
         trace.seen += 1
-        span = _span(raw, self.spans, where)
+        span = _span(raw, self.spans, where, trace)
         if span is not None:
             trace.spans.append(span)
 
@@ -400,7 +407,8 @@ class _Collector:
 
     def targets(self, name: str) -> Iterator[Target]:
         found = 0
-        for trace in self.traces.values():
+        for trace_id in list(self.traces):
+            trace = self.traces.pop(trace_id)  # what is yielded is no longer held here
             if not trace.spans:
                 continue
             messages = _trace_messages(trace.spans)
@@ -429,14 +437,14 @@ def _trace_messages(spans: list[_Span]) -> list[dict[str, Any]]:
     """One conversation from a trace's spans, in start order: each chat call's input adds
     only what the conversation does not hold yet (its history is already there)."""
     ordered = sorted(spans, key=lambda s: (s.start, s.order))
+    distinct = {text for span in ordered for text in span.messages if '"tool_calls"' in text}
     shown = {
         call.get("id")
-        for span in ordered
-        for m in span.messages
-        for call in m.get("tool_calls") or ()
+        for text in distinct
+        for call in json.loads(text).get("tool_calls") or ()
         if call.get("id") is not None
     }
-    messages: list[dict[str, Any]] = []
+    messages: list[str | dict[str, Any]] = []
     for span in ordered:
         if span.tool is not None:
             if span.tool["id"] is not None and span.tool["id"] in shown:
@@ -451,10 +459,10 @@ def _trace_messages(spans: list[_Span]) -> list[dict[str, Any]]:
             held = _overlap(messages, inputs)
         messages.extend(inputs[held:])
         messages.extend(outputs)
-    return messages
+    return [json.loads(m) if isinstance(m, str) else m for m in messages]
 
 
-def _overlap(messages: list[dict[str, Any]], inputs: list[dict[str, Any]]) -> int:
+def _overlap(messages: list[str | dict[str, Any]], inputs: list[str]) -> int:
     """How many leading `inputs` the end of `messages` already holds."""
     for size in range(min(len(messages), len(inputs)), 0, -1):
         if messages[-size:] == inputs[:size]:

@@ -10,6 +10,7 @@ as content and the user message before it as its query; its metadata says which 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from fractions import Fraction
 from typing import Any
@@ -96,11 +97,28 @@ async def score_scoped(criterion: Criterion, target: Target, score: Score, bar: 
         index, _ = turns[-1]
         result = await score(criterion, turn_target(target, conversation, index, len(turns)))
         return _noted(result, f"last assistant turn {len(turns)} (message {index})")
-    results = [
-        await score(criterion, turn_target(target, conversation, index, turn))
-        for turn, (index, _) in enumerate(turns, start=1)
-    ]
+    # the turns are judged at once (the judge's own limit paces them), so one long
+    # conversation keeps a judge as busy as many single targets do
+    results = await _all(
+        [
+            score(criterion, turn_target(target, conversation, index, turn))
+            for turn, (index, _) in enumerate(turns, start=1)
+        ]
+    )
     return aggregate_turns(criterion, results, [index for index, _ in turns], bar)
+
+
+async def _all(asked: list[Awaitable[Any]]) -> list[Any]:
+    """Every answer, in order; when one raises, the others are cancelled (and awaited)
+    before the error goes on."""
+    tasks = [asyncio.ensure_future(one) for one in asked]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 def exchange_reply(conversation: Conversation, number: int) -> int | None:
