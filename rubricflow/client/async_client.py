@@ -68,6 +68,7 @@ from rubricflow.wire import (
     WebhookOut,
     WebhookRemoved,
 )
+from rubricflow.wire.runs import SpendOut
 
 __all__ = ["DECIDED", "SERVER_URL_ENV", "TOKEN_ENV", "AsyncClient"]
 
@@ -853,6 +854,23 @@ class AsyncClient:
         }
         found = await self.request("GET", "/v1/judge-usage", params=params)
         return [JudgeUsageOut.model_validate(u) for u in found.json()["usage"]]
+
+    async def judge_spend(
+        self,
+        by: str = "type",
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> builtins.list[SpendOut]:
+        """Judge spend per artifact `type`, `day` (UTC) or `run`: calls, cache hits, tokens
+        and cost (`GET /v1/judge-spend`)."""
+        params = {
+            "by": by,
+            "since": since.isoformat() if since else None,
+            "until": until.isoformat() if until else None,
+        }
+        found = await self.request("GET", "/v1/judge-spend", params=params)
+        return [SpendOut.model_validate(row) for row in found.json()["spend"]]
 
     # --- tokens (admins) ---------------------------------------------------------------------
     async def create_token(

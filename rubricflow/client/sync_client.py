@@ -174,6 +174,7 @@ class Client:
     run_evaluations = _Blocking(AsyncClient.run_evaluations)
     compare_runs = _Blocking(AsyncClient.compare_runs)
     judge_usage = _Blocking(AsyncClient.judge_usage)
+    judge_spend = _Blocking(AsyncClient.judge_spend)
     create_token = _Blocking(AsyncClient.create_token)
     list_tokens = _Blocking(AsyncClient.list_tokens)
     revoke_token = _Blocking(AsyncClient.revoke_token)

@@ -77,6 +77,10 @@ def test_spend_by_type_and_day_in_the_api_and_on_the_runs_page(
         assert (
             client.get("/v1/judge-spend", params={"by": "week"}, headers=alice).status_code == 422
         )
+    from rubricflow.client import Client
+
+    with Client(sqlite_dashboard.url, token=sqlite_dashboard.tokens["alice"]) as api:
+        assert [r.calls for r in api.judge_spend("type") if r.key == SPEND_TYPE] == [2]
     with signed_in(sqlite_dashboard, "alice") as browser:
         page = browser.get("/ui/runs").text
     assert "Judge spend" in page and "By artifact type" in page and "By day (UTC)" in page
