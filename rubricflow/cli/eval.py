@@ -794,7 +794,7 @@ def eval_command(
         judge_concurrency=judge_concurrency,
         judge_vision=judge_vision,
     )
-    if batch_api and not estimate and (llm is not None or needs_judge(rubric, plugins)):
+    if batch_api and (llm is not None or needs_judge(rubric, plugins)):  # estimates too
         _use_batches(judge)
     if estimate:
         _print_estimate(cases.pairs, judge, plugins, concurrency, allow_import, samples)

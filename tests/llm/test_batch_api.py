@@ -82,6 +82,7 @@ def test_openai_batch_answers_each_criterion_and_a_failed_line_is_named(
     results = by_id(evaluation)
     assert results["c0"].status == "scored" and results["c0"].score == 1
     assert results["c2"].status == "scored"
+    assert {call.provider for call in results["c0"].llm_calls} == {"openai-batch"}
     assert results["c1"].status == "unable_to_evaluate"
     assert "batch line failed (HTTP 400)" in results["c1"].notes
     assert "too long" in results["c1"].notes
@@ -209,6 +210,13 @@ def test_eval_batch_costs_the_batch_price_in_the_ledger(
     assert [c["status"] for c in line["criteria"]] == ["scored"] * 3, result.output
     assert line["usage"]["cost"] == pytest.approx(3 * 0.12 * 0.5)
     assert len(backend.batches) == 1
+    live = runner.invoke(app, ["eval", *files, "--no-cache", "--llm", spec, "--estimate"])
+    batched = runner.invoke(
+        app, ["eval", *files, "--no-cache", "--llm", spec, "--estimate", "--batch"]
+    )
+    costs = [float(r.output.rsplit("cost ", 1)[1].split()[0]) for r in (live, batched)]
+    assert costs[1] == pytest.approx(costs[0] * 0.5), (live.output, batched.output)
+    assert len(backend.batches) == 1  # an estimate sends nothing
     refused = runner.invoke(
         app, ["eval", *files, "--no-cache", "--llm", f"ollama:m@{server.url}", "--batch"]
     )
