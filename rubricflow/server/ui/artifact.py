@@ -12,6 +12,7 @@ import difflib
 import json
 import re
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
@@ -30,7 +31,7 @@ from rubricflow.server.ui.access import (
 from rubricflow.server.ui.agreement import judged_wrong as _judged_wrong
 from rubricflow.server.ui.agreement import record_corrections
 from rubricflow.server.ui.content import render_content
-from rubricflow.server.ui.queue import CLAIM_SECONDS, next_in_queue, state_of
+from rubricflow.server.ui.queue import CLAIM_SECONDS, claim_signal, next_in_queue, state_of
 from rubricflow.server.ui.rubrics import side_by_side
 from rubricflow.server.ui.security import UiRoute
 from rubricflow.server.ui.templating import render
@@ -58,6 +59,8 @@ DONE_MESSAGES = {
 }
 
 router = APIRouter(route_class=UiRoute)
+#: a claim this long was just taken (a renewed one is longer: it keeps its start)
+CLAIM_TERM = timedelta(seconds=CLAIM_SECONDS)
 
 _ArtifactId = Annotated[str, Path(min_length=1, max_length=200)]
 
@@ -284,6 +287,8 @@ async def _page(
         if decisions
         else await application.workbench.holder_of(artifact_id, principal.name)
     )
+    if claim is not None and claim.mine and claim.expires_at - claim.claimed_at == CLAIM_TERM:
+        claim_signal(request.app).notify()  # a new claim: others' open queues drop it
     comments = await application.workbench.comments(artifact_id)
     state = state_of(artifact.status, artifact.awaiting_approval, bool(artifact.failures))
     return render(

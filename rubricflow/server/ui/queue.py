@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any
@@ -34,7 +34,16 @@ from rubricflow.server.ui.access import Viewer, posted_form
 from rubricflow.server.ui.security import UiRoute
 from rubricflow.server.ui.templating import render
 
-__all__ = ["BUCKETS", "CLAIM_SECONDS", "PAGE_SIZE", "next_in_queue", "router", "state_of"]
+__all__ = [
+    "BUCKETS",
+    "CLAIM_SECONDS",
+    "PAGE_SIZE",
+    "ClaimSignal",
+    "claim_signal",
+    "next_in_queue",
+    "router",
+    "state_of",
+]
 
 BUCKETS: tuple[QueueBucket, ...] = (
     QueueBucket("awaiting_approval", ("in_review",), awaiting_approval=True),
@@ -369,29 +378,64 @@ def _params_of(params: str) -> dict[str, str]:
     return {k: values[k] for k in names if k in values}
 
 
+class ClaimSignal:
+    """Wake-ups for this process's queue streams when a reviewer takes a claim, so that
+    the others' open queues drop the item at once (a claim is no transition: the change
+    feed does not carry it; another server process's queues see it on their next
+    refresh)."""
+
+    def __init__(self) -> None:
+        self._listeners: set[asyncio.Event] = set()
+
+    def notify(self) -> None:
+        for listener in list(self._listeners):
+            listener.set()
+
+    @contextlib.contextmanager
+    def listen(self) -> Iterator[asyncio.Event]:
+        heard = asyncio.Event()
+        self._listeners.add(heard)
+        try:
+            yield heard
+        finally:
+            self._listeners.discard(heard)
+
+
+def claim_signal(app: Any) -> ClaimSignal:
+    """The app's `ClaimSignal` (made on first use)."""
+    signal: ClaimSignal | None = getattr(app.state, "claim_signal", None)
+    if signal is None:
+        signal = ClaimSignal()
+        app.state.claim_signal = signal
+    return signal
+
+
 @router.get("/queue/events", summary="Queue changes (Server-Sent Events)")
 async def queue_events(request: Request, viewer: Viewer) -> Response:
     application: Application = request.app.state.application
     stopping: asyncio.Event | None = getattr(request.app.state, "stopping", None)
     return StreamingResponse(
-        _changes(application, stopping),
+        _changes(application, stopping, claim_signal(request.app)),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
 
 
-async def _changes(application: Application, stopping: asyncio.Event | None) -> AsyncIterator[str]:
-    """`queue-changed` whenever an artifact changes, keep-alives while quiet; ends when
-    the server stops (the browser reconnects, to another process if need be)."""
+async def _changes(
+    application: Application, stopping: asyncio.Event | None, claims: ClaimSignal
+) -> AsyncIterator[str]:
+    """`queue-changed` whenever an artifact changes or a reviewer claims one, keep-alives
+    while quiet; ends when the server stops (the browser reconnects, to another process
+    if need be)."""
     loop = asyncio.get_running_loop()
     stop = stopping or asyncio.Event()
     stopped = asyncio.ensure_future(stop.wait())
-    with application.artifacts.live.watch() as watch:
+    with application.artifacts.live.watch() as watch, claims.listen() as claimed:
         try:
             yield "retry: 1000\n\n"
             last_sent = 0.0
             while not stop.is_set():
-                woken = asyncio.ensure_future(watch.wait())
+                woken = asyncio.ensure_future(_either(watch.wait(), claimed.wait()))
                 done, _ = await asyncio.wait(
                     {woken, stopped},
                     timeout=HEARTBEAT_SECONDS,
@@ -409,8 +453,19 @@ async def _changes(application: Application, stopping: asyncio.Event | None) -> 
                     with contextlib.suppress(asyncio.TimeoutError):
                         await asyncio.wait_for(asyncio.shield(stopped), gap)
                 watch.clear()
+                claimed.clear()
                 last_sent = loop.time()
                 yield "event: queue-changed\ndata: {}\n\n"
             yield "event: shutdown\ndata: {}\n\n"
         finally:
             stopped.cancel()
+
+
+async def _either(*waits: Awaitable[Any]) -> None:
+    """Until the first of `waits` is done (the others are cancelled)."""
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()

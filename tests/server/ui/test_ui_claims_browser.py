@@ -1,8 +1,8 @@
 """Claims by two browsers (issue 29, item 2) in headless Chromium against a real
 `rubricflow serve` on SQLite: two reviewers, alice and dave, each in a browser context of
-their own. The item alice opens is left out of dave's queue, which names her as its
-holder; dave opening it anyway is told who reviews it; after alice's decision the next
-item she is shown is not the one dave holds."""
+their own. The item alice opens leaves dave's open queue at once and is left out of it
+after, with her named as its holder; dave opening it anyway is told who reviews it;
+after alice's decision the next item she is shown is not the one dave holds."""
 
 from __future__ import annotations
 
@@ -44,13 +44,19 @@ def test_claims_by_two_browsers(sqlite_dashboard: Dashboard, tab: Tab, second_ta
     sign_in(tab, dashboard, "alice")
     sign_in(second_tab, dashboard, "dave")
 
+    # dave's queue is open and shows both items
+    dave.goto(f"{dashboard.url}/ui/queue?q={tag}")
+    dave.wait_for_selector("body[data-workbench=ready]")
+    expect(dave.locator(f'tr[data-artifact="{first}"]')).to_have_count(1)
+
     # alice opens the first item from her queue: she holds it
     alice.goto(f"{dashboard.url}/ui/queue?q={tag}")
     alice.locator(f'tr[data-artifact="{first}"] a.item-link').click()
     alice.wait_for_url(re.compile(f"/ui/artifacts/{first}"))
     expect(alice.locator("#claim-note")).to_be_visible()
 
-    # dave's queue leaves it out, and says who reviews it
+    # dave's open queue drops it at once (live), and after a reload names who has it
+    expect(dave.locator(f'tr[data-artifact="{first}"]')).to_have_count(0)
     dave.goto(f"{dashboard.url}/ui/queue?q={tag}")
     expect(dave.locator(f'tr[data-artifact="{second}"]')).to_have_count(1)
     expect(dave.locator(f'tr[data-artifact="{first}"]')).to_have_count(0)
