@@ -91,13 +91,22 @@ class BatchLedger:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
+        #: the file as last read, by its (mtime, size): a call's lookup reads it once
+        self._seen: tuple[tuple[int, int], dict[str, list[str]]] | None = None
 
     def _load(self) -> dict[str, list[str]]:
         try:
+            stat = self.path.stat()
+            version = (stat.st_mtime_ns, stat.st_size)
+            if self._seen is not None and self._seen[0] == version:
+                return self._seen[1]  # shared: callers that change it copy it first
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
-        return data if isinstance(data, dict) else {}
+        if not isinstance(data, dict):
+            return {}
+        self._seen = (version, data)
+        return data
 
     def _save(self, data: dict[str, list[str]]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -115,14 +124,14 @@ class BatchLedger:
 
     def record(self, endpoint: str, batch_id: str, custom_ids: list[str]) -> None:
         with self._lock:
-            data = self._load()
+            data = dict(self._load())
             for custom_id in custom_ids:
                 data[custom_id] = [endpoint, batch_id]
             self._save(data)
 
     def forget(self, custom_ids: list[str]) -> None:
         with self._lock:
-            data = self._load()
+            data = dict(self._load())
             for custom_id in custom_ids:
                 data.pop(custom_id, None)
             self._save(data)
