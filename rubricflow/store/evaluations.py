@@ -502,7 +502,7 @@ class EvaluationStore:
         elif by == "type":
             key, source = a.type, source.outerjoin(_artifacts, a.id == e.artifact_id)
         elif by == "day":
-            key = sa.func.date(e.created_at)
+            key = _bucket(self.database.dialect, "day", e.created_at)  # UTC on both
         else:
             raise ValueError(f"spend by {by!r}: use run, type or day")
         query = (
