@@ -22,6 +22,7 @@ from fastapi.responses import JSONResponse, RedirectResponse
 from rubricflow.application import Application
 from rubricflow.errors import IllegalTransitionError, PreconditionFailedError, RubricflowError
 from rubricflow.results import Evaluation, LLMCall
+from rubricflow.review.reviewers import votes_of
 from rubricflow.server.ui.access import (
     Viewer,
     posted_form,
@@ -274,6 +275,13 @@ async def _page(
     decider = principal.allows_role("reviewer") and principal.allows_type(artifact.type)
     decisions = [d for d in DECISIONS if d in open_now] if decider else []
     retry = decider and "retry" in open_now
+    # several reviewers: who has voted on the pending decision sees it, and may not vote
+    # again (only override)
+    my_vote = next(
+        (v for v in votes_of(history, artifact.revision) if v.actor == principal.name), None
+    )
+    if my_vote is not None and artifact.awaiting_approval:
+        decisions = [d for d in decisions if d == "override"]
     kept = kept or Kept()
     diff_view = await _diff_view(application, artifact, *diff)
     if kept.version is not None and kept.version != artifact.version and artifact.revision > 1:
@@ -312,6 +320,7 @@ async def _page(
             "claim": claim,
             "decisions": decisions,
             "retry": retry,
+            "my_vote": my_vote if artifact.awaiting_approval else None,
             **diff_view,
             "done": DONE_MESSAGES.get(done, ""),
             "queue": queue[:2000],

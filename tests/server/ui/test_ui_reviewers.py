@@ -99,8 +99,12 @@ def test_votes_are_blind_until_you_decide_and_a_split_is_resolved(pair: Dashboar
         assert "hidden until the artifact is settled" in page
         history = api(dashboard, "erin", f"/v1/artifacts/{split}/history").json()
         assert "dave-reason-reads-well" not in str(history)
-        # dave, who decided, sees his own vote
-        assert "dave-reason-reads-well" in dave.get(f"/ui/artifacts/{split}").text
+        # dave, who decided, sees his own vote, and may override but not vote again
+        mine = dave.get(f"/ui/artifacts/{split}").text
+        assert "dave-reason-reads-well" in mine and 'id="my-vote"' in mine
+        assert 'name="action" value="approve"' not in mine
+        assert 'name="action" value="override"' in mine
+        assert 'id="my-vote"' not in page
         assert decide(erin, split, "reject", "erin-reason-too-short").status_code == 200
         # two reviewers, one each way: an open split; each voter now sees the other's vote
         assert "dave-reason-reads-well" in erin.get(f"/ui/artifacts/{split}").text
