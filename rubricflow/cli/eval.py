@@ -571,6 +571,13 @@ def _use_batches(judge: LLMSession) -> None:
         use_batch_api(judge)
     except RubricflowError as error:
         fail(str(error) if str(error).startswith("--batch") else f"--batch: {error}")
+    poll = judge.members()[0].provider_now()
+    err.print(
+        f"--batch: judge calls go to {escape(poll.label)} as batches at the batch price, "
+        f"polled every {getattr(poll, 'poll', 0):g}s until they end (within 24 h); if this "
+        "run is interrupted, run it again (--resume) to pick its batches up",
+        highlight=False,
+    )
 
 
 def _cap_spend(judge: LLMSession, max_cost: float) -> None:
