@@ -494,10 +494,17 @@ def _print_summary(batch: BatchRun) -> None:
 
 
 def _ray_evaluator(
-    address: str | None, actors: int, spec: str | None, judge_concurrency: int | None
+    address: str | None,
+    actors: int,
+    spec: str | None,
+    judge_concurrency: int | None,
+    *,
+    db: str | None = None,
+    cache: bool = True,
 ) -> dict[str, Any]:
     """`{"evaluator": ...}` scoring on the Ray cluster at `address`, or nothing without
-    --ray; a missing ray extra is a usage error naming the install."""
+    --ray; a missing ray extra is a usage error naming the install. The actors share the
+    judge cache of a `db` on PostgreSQL; without one each keeps its own, in memory."""
     if address is None:
         return {}
     try:
@@ -507,16 +514,21 @@ def _ray_evaluator(
             "--ray needs Ray: pip install -e '.[ray]' from the checkout (ray[data]), on the "
             "driver and on every node"
         )
+    from rubricflow.ray.caching import is_shared_store
     from rubricflow.settings import current
 
     # the spec, not the session, travels: each actor builds its own judge from it
-    judge = spec if spec is not None else current().llm
+    given = current()
+    judge = spec if spec is not None else given.llm
+    shared = db if db is not None and is_shared_store(db) else None
     return {
         "evaluator": RayEvaluator(
             address=address,
             actors=actors,
             judge=judge,
             judge_concurrency=judge_concurrency or 8,
+            rpm=given.llm_rpm,
+            cache=(shared or "memory") if cache else None,
         )
     }
 
@@ -861,7 +873,14 @@ def eval_command(
                         "llm_feedback": llm_feedback,
                         "double_pass": double_pass or None,
                     },
-                    **_ray_evaluator(ray_address, ray_actors, spec, judge_concurrency),
+                    **_ray_evaluator(
+                        ray_address,
+                        ray_actors,
+                        spec,
+                        judge_concurrency,
+                        db=db,
+                        cache=not no_cache,
+                    ),
                 )
             )
         except (asyncio.CancelledError, KeyboardInterrupt):

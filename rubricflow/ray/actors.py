@@ -15,6 +15,7 @@ from rubricflow.llm.admission import Admission, admit_with
 from rubricflow.llm.session import LLMSession
 from rubricflow.model import Rubric
 from rubricflow.plugins import PluginRegistry, create_plugin_manager
+from rubricflow.ray.caching import Closer, open_cache
 from rubricflow.results import Evaluation, Target
 from rubricflow.targets import as_target
 
@@ -27,19 +28,19 @@ EVALUATION_COLUMNS = ("id", "rubric_id", "verdict", "passed", "score", "evaluati
 class JudgeConfig:
     """What an actor needs to build its judge session: the spec (a `kind:model@url`
     string, or a `panel:POLICY(A | B)` one), provider settings, and the answer cache
-    (None by default: workers write no SQLite file)."""
+    (`rubricflow.ray.caching`: None, `memory`, a file, or a shared store's URL)."""
 
     def __init__(
         self,
         spec: str | None,
         settings: Mapping[str, Any] | None = None,
         cache: str | None = None,
-        budget: tuple[str, int] | None = None,
+        budget: tuple[str, int, float | None] | None = None,
     ) -> None:
         self.spec = spec
         self.settings = dict(settings or {})
         self.cache = cache
-        #: (judge name, limit) of the cluster-wide budget, or None for none
+        #: (judge name, limit, rpm) of the cluster-wide budget, or None for none
         self.budget = budget
 
 
@@ -100,6 +101,7 @@ class BatchEvaluator:
         self._options = dict(options)
         self._judge = judge
         self._session: LLMSession | None = None
+        self._close_cache: Closer | None = None
         self._gate: Admission | None = None
         if judge.budget is not None:
             from rubricflow.ray.budget import budget_admission, find_budget
@@ -116,14 +118,15 @@ class BatchEvaluator:
         future = asyncio.run_coroutine_threadsafe(self._evaluate(rows), self._loop)
         return evaluation_columns(future.result())
 
-    def _judge_session(self) -> LLMSession:
+    async def _judge_session(self) -> LLMSession:
         if self._session is None:
+            cache, self._close_cache = await open_cache(self._judge.cache)
             self._session = LLMSession(
                 self._judge.spec,
                 plugins=self._plugins,
                 allow_import=bool(self._options.get("allow_import")),
                 settings=self._judge.settings or None,
-                cache=self._judge.cache,
+                cache=cache,
             )
         return self._session
 
@@ -132,7 +135,7 @@ class BatchEvaluator:
         options = dict(self._options)
         inner = dict(options.pop("options", None) or {})
         if self._judge.spec is not None:
-            inner["llm"] = self._judge_session()
+            inner["llm"] = await self._judge_session()
         target_concurrency = int(options.pop("target_concurrency", 8))
         evaluations: list[Evaluation] = []
         with admit_with(self._gate):

@@ -1,10 +1,11 @@
-"""One judge budget for the whole cluster: a named Ray actor counting calls in flight.
+"""One judge budget for the whole cluster: a named Ray actor counting calls in flight and,
+when a requests-per-minute limit is set, spacing their starts.
 
 Every evaluation actor enters the budget around each judge call (through
 `rubricflow.llm.admission`), so sixteen actors on four machines never send more than
-the budget's `limit` calls at once, whatever each actor's own concurrency. The actor is
-named after the judge and the limit, so runs against the same judge at the same limit
-share it while it lives.
+the budget's `limit` calls at once, nor start more than `rpm` a minute, whatever each
+actor's own settings. The actor is named after the judge and its limits, so runs against
+the same judge at the same limits share it while it lives.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,40 +27,92 @@ NAMESPACE = "rubricflow"
 
 
 class JudgeBudget:
-    """The counter behind the budget (a Ray async actor: its methods run on one loop)."""
+    """The counter behind the budget (a Ray async actor: its methods run on one loop):
+    at most `limit` calls in flight and, with `rpm`, call starts at least 60/rpm seconds
+    apart (a slot is taken first, then the start waits its turn, as a provider paces its
+    own calls)."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, rpm: float | None = None) -> None:
         self.limit = limit
+        self.rpm = rpm
         self._slots = asyncio.Semaphore(limit)
+        self._pacing = asyncio.Lock()
+        self._next_start = 0.0
+        self._last_start: float | None = None
+        self._closest: float | None = None
         self._in_flight = 0
         self._peak = 0
         self._admitted = 0
+        self._reclaimed = 0
+        #: slots held, by holder (an actor's id): a holder that died holding slots gets
+        #: them back when it restarts (`reclaim`), so a killed actor does not shrink the
+        #: budget for good
+        self._held: dict[str, int] = {}
 
-    async def acquire(self) -> None:
+    async def acquire(self, holder: str = "") -> None:
         await self._slots.acquire()
+        try:
+            await self._pace()
+        except BaseException:
+            self._slots.release()
+            raise
+        self._held[holder] = self._held.get(holder, 0) + 1
         self._in_flight += 1
         self._admitted += 1
         self._peak = max(self._peak, self._in_flight)
 
-    async def release(self) -> None:
+    async def release(self, holder: str = "") -> None:
+        held = self._held.get(holder, 0)
+        if held <= 0:  # reclaimed already (the holder restarted)
+            return
+        self._held[holder] = held - 1
         self._in_flight -= 1
         self._slots.release()
 
-    async def figures(self) -> dict[str, int]:
-        """The limit, calls in flight now, the most ever in flight, and calls admitted."""
+    async def reclaim(self, holder: str) -> int:
+        """Give back every slot `holder` holds (it died and started again); how many."""
+        held = self._held.pop(holder, 0)
+        for _ in range(held):
+            self._in_flight -= 1
+            self._slots.release()
+        self._reclaimed += held
+        return held
+
+    async def _pace(self) -> None:
+        if self.rpm is None:
+            return
+        interval = 60.0 / self.rpm
+        async with self._pacing:  # held while waiting: starts at least `interval` apart
+            wait = self._next_start - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            now = time.monotonic()
+            if self._last_start is not None:
+                gap = now - self._last_start
+                self._closest = gap if self._closest is None else min(self._closest, gap)
+            self._last_start = now
+            self._next_start = now + interval
+
+    async def figures(self) -> dict[str, float | None]:
+        """The limit, the rpm, calls in flight now, the most ever in flight, calls
+        admitted, and (with an rpm) the closest two starts ever came, in seconds."""
         return {
             "limit": self.limit,
+            "rpm": self.rpm,
             "in_flight": self._in_flight,
             "peak": self._peak,
             "admitted": self._admitted,
+            "closest_starts": self._closest,
+            "reclaimed": self._reclaimed,
         }
 
 
-def budget_name(judge: str, limit: int) -> str:
+def budget_name(judge: str, limit: int, rpm: float | None = None) -> str:
     """The budget actor's name for the judge `judge` (its spec; no secret is kept in the
-    name) at `limit` calls in flight."""
+    name) at `limit` calls in flight and `rpm` starts a minute."""
     digest = hashlib.sha256(judge.encode("utf-8")).hexdigest()[:16]
-    return f"judge-budget-{digest}-{limit}"
+    name = f"judge-budget-{digest}-{limit}"
+    return name if rpm is None else f"{name}-rpm{rpm:g}"
 
 
 #: the driver's handles on the budgets it made: a budget lives as long as its owner, so
@@ -66,10 +120,20 @@ def budget_name(judge: str, limit: int) -> str:
 _held: dict[str, Any] = {}
 
 
-def budget_actor(judge: str, limit: int) -> Any:
-    """The cluster's budget actor for `judge`, created with `limit` if it does not exist.
-    Called by the driver before any evaluation actor starts (they find it by name)."""
-    name = budget_name(judge, limit)
+def budget_actor(judge: str, limit: int, rpm: float | None = None) -> Any:
+    """The cluster's budget actor for `judge`, created with `limit` (and `rpm`) if it does
+    not exist. Called by the driver before any evaluation actor starts (they find it by
+    name)."""
+    name = budget_name(judge, limit, rpm)
+    held = _held.get(name)
+    if held is not None:
+        # the handle that made it: dropping it (for one get_if_exists returns) would
+        # leave the actor without its owner's reference, and Ray would end it
+        try:
+            ray.get(held.figures.remote())
+            return held
+        except ray.exceptions.RayActorError:
+            del _held[name]
     remote: Any = ray.remote(JudgeBudget)
     actor = remote.options(
         name=name,
@@ -77,31 +141,42 @@ def budget_actor(judge: str, limit: int) -> Any:
         get_if_exists=True,
         num_cpus=0,
         max_concurrency=max(1000, 4 * limit),
-    ).remote(limit)
+    ).remote(limit, rpm)
     ray.get(actor.figures.remote())  # registered before any evaluation actor looks it up
     _held[name] = actor
     return actor
 
 
-def find_budget(judge: str, limit: int) -> Any:
-    """The budget actor the driver made for `judge` at `limit` (on an evaluation actor)."""
-    return ray.get_actor(budget_name(judge, limit), namespace=NAMESPACE)
+def find_budget(judge: str, limit: int, rpm: float | None = None) -> Any:
+    """The budget actor the driver made for `judge` at `limit` and `rpm` (on an
+    evaluation actor)."""
+    return ray.get_actor(budget_name(judge, limit, rpm), namespace=NAMESPACE)
+
+
+def holder_id() -> str:
+    """Who holds slots from here: this actor's id (the same after a restart), else this
+    process's worker id."""
+    context = ray.get_runtime_context()
+    return context.get_actor_id() or context.get_worker_id()
 
 
 def budget_admission(actor: Any) -> Admission:
-    """An admission gate that holds one of `actor`'s slots for each judge call."""
+    """An admission gate that holds one of `actor`'s slots for each judge call. Made in
+    an actor that may have died holding slots before (a restart), it takes them back."""
+    holder = holder_id()
+    ray.get(actor.reclaim.remote(holder))
 
     @contextlib.asynccontextmanager
     async def admitted() -> AsyncIterator[None]:
-        await actor.acquire.remote()
+        await actor.acquire.remote(holder)
         try:
             yield
         finally:
             # shielded: a cancelled call still gives its slot back
-            await asyncio.shield(_release(actor))
+            await asyncio.shield(_release(actor, holder))
 
     return admitted
 
 
-async def _release(actor: Any) -> None:
-    await actor.release.remote()
+async def _release(actor: Any, holder: str) -> None:
+    await actor.release.remote(holder)

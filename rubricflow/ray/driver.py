@@ -4,25 +4,29 @@ evaluator a batch run (`rubricflow eval --ray`) hands its targets to."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import AsyncGenerator, AsyncIterable, Iterable, Iterator
+import threading
+from collections.abc import AsyncGenerator, AsyncIterable, Iterable
 from typing import Any
 
 import ray
 import ray.data
 
-from rubricflow.errors import ConfigurationError
+from rubricflow.errors import ConfigurationError, RubricflowError
 from rubricflow.model import Rubric
 from rubricflow.ray.actors import BatchEvaluator, JudgeConfig
 from rubricflow.ray.budget import budget_actor
 from rubricflow.results import Evaluation, Target
 
-__all__ = ["RayEvaluator", "connect", "evaluate_dataset"]
+__all__ = ["RayEvaluator", "RayRunError", "connect", "evaluate_dataset"]
 
 #: targets per Ray Dataset in a batch run: results stream back in order while the next
 #: chunk is read, and the driver never holds a whole input file
 CHUNK = 4096
 DEFAULT_BATCH = 16
+#: CPUs each evaluation actor asks of Ray (judge-bound work: mostly waiting)
+ACTOR_CPUS = 0.5
 
 
 def connect(address: str | None = "auto") -> None:
@@ -79,14 +83,18 @@ def _scored(
     *,
     actors: int,
     batch_size: int,
+    actor_cpus: float = ACTOR_CPUS,
 ) -> ray.data.Dataset:
+    # an actor that dies mid-batch (ray.kill, a lost node) is restarted and its batch
+    # run again from the start (Ray Data's defaults for an actor pool: max_restarts and
+    # max_task_retries of -1); a failed batch yields no rows, so no target is scored twice
     return dataset.map_batches(
         BatchEvaluator,
         fn_constructor_kwargs={"rubrics": rubrics, "judge": judge, "options": options},
         concurrency=actors,
         batch_size=batch_size,
         batch_format="pyarrow",
-        num_cpus=0.5,
+        num_cpus=actor_cpus,
         # judge-bound work: actors on every node, not packed onto the first
         scheduling_strategy="SPREAD",
     )
@@ -100,17 +108,24 @@ def evaluate_dataset(
     concurrency: int = 2,
     judge_concurrency: int = 8,
     cluster_judge_limit: int | None = None,
+    judge_rpm: float | None = None,
     judge_settings: dict[str, Any] | None = None,
-    cache: str | None = None,
+    cache: str | None = "memory",
     batch_size: int = DEFAULT_BATCH,
     target_concurrency: int = 8,
     allow_import: bool = False,
     options: dict[str, Any] | None = None,
+    actor_cpus: float = ACTOR_CPUS,
 ) -> ray.data.Dataset:
     """A Dataset of evaluations of `ds`'s targets against `rubric`, scored by `concurrency`
     actors, each holding one judge session (`judge`, a spec) with `judge_concurrency` calls
     in flight; `cluster_judge_limit` caps the calls in flight across the whole cluster
-    (one named actor holds the count; default: `judge_concurrency`).
+    (one named actor holds the count; default: `judge_concurrency`), and `judge_rpm`
+    the judge requests started per minute across the cluster (none by default).
+
+    `cache`: `memory` (each actor keeps its answers for the run), a PostgreSQL URL (the
+    store's judge cache, one for the whole cluster and for later runs), a file path (a
+    SQLite cache on each node), or None. Each actor asks Ray for `actor_cpus` CPUs.
 
     `ds`'s rows are targets (`content`, and optional `id`, `query`, `reference`,
     `metadata`), or a `target` column of target JSON. The result's rows are `id`,
@@ -124,7 +139,7 @@ def evaluate_dataset(
     settings = {"max_concurrency": judge_concurrency, **(judge_settings or {})}
     budget = None
     if judge is not None:
-        budget = (judge, cluster_judge_limit or judge_concurrency)
+        budget = (judge, cluster_judge_limit or judge_concurrency, judge_rpm)
     config = JudgeConfig(judge, settings, cache, budget)
     if budget is not None:
         budget_actor(*budget)
@@ -140,6 +155,7 @@ def evaluate_dataset(
         run_options,
         actors=concurrency,
         batch_size=batch_size,
+        actor_cpus=actor_cpus,
     )
 
 
@@ -147,7 +163,9 @@ class RayEvaluator:
     """What a batch run (`BatchRun.run(evaluator=...)`) evaluates its cases with when they
     go to a Ray cluster: the same evaluations, in the same order, as `evaluate_cases`,
     scored by `actors` Ray actors. The judge is rebuilt on each actor from `judge` (its
-    spec); calls in flight across the cluster are capped at `judge_concurrency`."""
+    spec); calls in flight across the cluster are capped at `judge_concurrency`, and
+    their starts at `rpm` a minute when given. `cache` is each actor's judge cache
+    (`rubricflow.ray.caching`: a PostgreSQL URL shares the store's across the cluster)."""
 
     def __init__(
         self,
@@ -156,7 +174,10 @@ class RayEvaluator:
         actors: int,
         judge: str | None,
         judge_concurrency: int = 8,
+        rpm: float | None = None,
+        cache: str | None = "memory",
         batch_size: int = DEFAULT_BATCH,
+        actor_cpus: float = ACTOR_CPUS,
     ) -> None:
         if actors < 1:
             raise ConfigurationError(f"--ray-actors must be at least 1, got {actors}")
@@ -164,7 +185,10 @@ class RayEvaluator:
         self.actors = actors
         self.judge = judge
         self.judge_concurrency = judge_concurrency
+        self.rpm = rpm
+        self.cache = cache
         self.batch_size = batch_size
+        self.actor_cpus = actor_cpus
 
     async def __call__(
         self,
@@ -185,8 +209,8 @@ class RayEvaluator:
         judge = JudgeConfig(
             self.judge,
             {"max_concurrency": self.judge_concurrency},
-            None,
-            (self.judge, self.judge_concurrency) if self.judge else None,
+            self.cache,
+            (self.judge, self.judge_concurrency, self.rpm) if self.judge else None,
         )
         if judge.budget is not None:
             await asyncio.to_thread(budget_actor, *judge.budget)
@@ -202,15 +226,65 @@ class RayEvaluator:
                 run_options,
                 actors=min(self.actors, max(1, -(-len(rows) // self.batch_size))),
                 batch_size=self.batch_size,
+                actor_cpus=self.actor_cpus,
             )
-            batches = dataset.iter_batches(batch_size=None, batch_format="pyarrow")
-            iterator: Iterator[Any] = iter(batches)
-            while True:
-                batch = await asyncio.to_thread(next, iterator, None)
-                if batch is None:
-                    break
+            async for batch in _batches_of(dataset):
                 for text in batch.column("evaluation").to_pylist():
                     yield Evaluation.model_validate_json(text)
+
+
+class RayRunError(RubricflowError):
+    """The Ray cluster could not finish a run's batches (actors that keep dying, a lost
+    cluster): the evaluations that landed are written, and `--resume` continues."""
+
+
+async def _batches_of(dataset: ray.data.Dataset) -> AsyncGenerator[Any, None]:
+    """`dataset`'s batches, read by a daemon thread of their own: a driver that stops
+    early (Ctrl-C twice, an error) leaves at once, not when the next batch lands."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(maxsize=0)
+    stop = threading.Event()
+
+    def put(kind: str, value: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody reads
+            loop.call_soon_threadsafe(queue.put_nowait, (kind, value))
+
+    def read() -> None:
+        try:
+            for batch in dataset.iter_batches(batch_size=None, batch_format="pyarrow"):
+                if stop.is_set():
+                    return
+                put("batch", batch)
+            put("end", None)
+        except BaseException as error:  # handed to the reader
+            put("error", error)
+
+    threading.Thread(target=read, name="rubricflow-ray-results", daemon=True).start()
+    try:
+        while True:
+            kind, value = await queue.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise _run_error(value)
+            yield value
+    finally:
+        stop.set()
+
+
+def _run_error(error: BaseException) -> BaseException:
+    """A Ray failure as a RayRunError saying what happened and what to do."""
+    if isinstance(error, RubricflowError) or not isinstance(error, Exception):
+        return error
+    cause = getattr(error, "cause", None)
+    if isinstance(cause, RubricflowError):  # e.g. a worker without a plugin, raised there
+        return cause
+    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return RayRunError(
+        f"the Ray cluster could not finish the run ({type(error).__name__}: {first[:300]}). "
+        "The evaluations that landed are written; check the cluster (`ray status`) and "
+        "continue with --resume, or run without --ray"
+    )
 
 
 async def _chunks(

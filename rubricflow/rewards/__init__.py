@@ -2,6 +2,8 @@
 
 - `trl_reward(...)`: TRL `GRPOTrainer(reward_funcs=[...])` (sync, or `asynchronous=True`).
 - `verl_compute_score(...)`: verl's `compute_score(data_source, solution_str, ...)`.
+- `ray_reward(...)`: verl's and OpenRLHF's calls from Ray workers, judged by a pool of
+  Ray actors under one cluster-wide judge budget (the `ray` extra).
 - `verifiers_reward(...)`: a function for `verifiers.Rubric(funcs=[...])`.
 - `create_trl_reward_function(rubric_path=..., provider=...)`: OpenRubricRL's factory.
 - `RubricReward`: the engine under them all (`await scorer.score(prompts, completions)`).
@@ -14,12 +16,14 @@ from rubricflow.rewards.columns import RubricColumnCache, completion_text, promp
 from rubricflow.rewards.core import RewardOutcome, RubricReward, as_rubric, criterion_means
 from rubricflow.rewards.holistic import holistic_rubric
 from rubricflow.rewards.openrubricrl import OpenRubricRLReward, create_trl_reward_function
+from rubricflow.rewards.ray import RayReward, ray_reward
 from rubricflow.rewards.trl import TRLReward, trl_reward
 from rubricflow.rewards.verifiers import verifiers_reward
 from rubricflow.rewards.verl import VerlReward, verl_compute_score
 
 __all__ = [
     "OpenRubricRLReward",
+    "RayReward",
     "RewardOutcome",
     "RubricColumnCache",
     "RubricReward",
@@ -31,6 +35,7 @@ __all__ = [
     "criterion_means",
     "holistic_rubric",
     "prompt_text",
+    "ray_reward",
     "trl_reward",
     "verifiers_reward",
     "verl_compute_score",

@@ -12,9 +12,10 @@ import pytest
 pytest.importorskip("ray", reason="the ray extra (pip install -e '.[ray]') is not installed")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[str]:
-    """The address of a two-node Ray cluster on 127.0.0.1, joined by this process."""
+    """The address of a two-node Ray cluster on 127.0.0.1, joined by this process: one
+    for every module here (they run in one xdist group, so in one process)."""
     from rubricflow.ray.local import local_cluster
 
     with local_cluster(nodes=2) as address:

@@ -205,8 +205,11 @@ def test_a_dataset_of_targets_becomes_a_dataset_of_evaluations(
 
 
 def test_the_judge_concurrency_is_one_limit_for_the_whole_cluster(
-    ray_cluster: str, cli: Any, tmp_path: Path
+    ray_cluster: str, cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from rubricflow.ray.budget import find_budget
+
+    monkeypatch.setenv("RUBRICFLOW_LLM_RPM", "12000")  # and its rpm: held by the budget too
     rubric = tmp_path / "rubric.yaml"
     rubric.write_text(RUBRIC, encoding="utf-8")
     targets = _targets(tmp_path, 36)
@@ -230,10 +233,13 @@ def test_the_judge_concurrency_is_one_limit_for_the_whole_cluster(
                 "3",
             ],
         )
+        figures = ray.get(find_budget(f"openai:scripted@{judge.url}/v1", 3, 12000).figures.remote())
     assert result.exit_code == 1, result.output
     # four actors, each allowed 3 calls of its own: 12 at once without the shared budget
     assert counting.peak <= 3
     assert len(judge.requests) >= 36
+    assert figures["rpm"] == 12000 and figures["admitted"] == len(judge.requests)
+    assert figures["closest_starts"] >= 0.005 - 0.004  # 60/12000 s apart, at the actor
 
 
 def test_a_worker_without_a_scorer_the_rubric_needs_fails_at_start_naming_it() -> None:

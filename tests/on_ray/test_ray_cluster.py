@@ -1,0 +1,454 @@
+"""The cluster as one: sixteen actors under one judge budget (calls in flight and
+requests per minute, held by the named budget actor), one judge cache shared through
+PostgreSQL, faults (an actor killed mid-batch, a judge outage, a driver interrupted
+twice), and rewards for verl's and OpenRLHF's Ray workers judged by a pool of actors.
+On the two-node loopback cluster of tests/on_ray/conftest.py, against the scripted judge
+server over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from llm.scripted import Recorded, Reply, ScriptedServer, openai_reply
+
+from rubricflow import evaluate_many, load_rubric
+from rubricflow.cli import app
+
+from .test_ray_eval import RUBRIC, CountingJudge, _results, _targets
+
+ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.xdist_group("ray-cluster")
+
+PG_ADMIN = os.environ.get("RUBRICFLOW_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def _rubric(folder: Path) -> Any:
+    path = folder / "rubric.yaml"
+    path.write_text(RUBRIC, encoding="utf-8")
+    return load_rubric(path)
+
+
+def _rows(folder: Path, count: int) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in _targets(folder, count).read_text().splitlines()]
+
+
+def _local(rubric: Any, rows: list[dict[str, Any]], spec: str, **settings: Any) -> dict:
+    async def run() -> list[Any]:
+        options: dict[str, Any] = {"llm": spec, "llm_cache": None}
+        if settings:
+            options["llm_settings"] = settings
+        return [e async for e in evaluate_many(rubric, rows, options=options)]
+
+    return {e.target_id: _outcome(json.loads(e.model_dump_json())) for e in asyncio.run(run())}
+
+
+def _outcome(record: dict[str, Any]) -> tuple[Any, ...]:
+    statuses = tuple(sorted((c["criterion_id"], c["status"]) for c in record["criteria"]))
+    return (record["verdict"], record["score"], statuses)
+
+
+def _evaluated(dataset: Any) -> list[dict[str, Any]]:
+    return [json.loads(row["evaluation"]) for row in dataset.take_all()]
+
+
+# --- one budget: calls in flight and requests per minute -------------------------------
+
+
+def test_the_budget_actor_spaces_starts_by_the_rpm() -> None:
+    from rubricflow.ray.budget import JudgeBudget
+
+    async def run() -> dict[str, Any]:
+        budget = JudgeBudget(2, rpm=1200)  # a start every 50 ms at most
+
+        async def call() -> None:
+            await budget.acquire()
+            await asyncio.sleep(0.01)
+            await budget.release()
+
+        await asyncio.gather(*(call() for _ in range(6)))
+        return await budget.figures()
+
+    figures = asyncio.run(run())
+    assert figures["admitted"] == 6 and figures["peak"] <= 2
+    assert figures["closest_starts"] >= 0.05 - 0.005  # the loop's clock resolution
+
+
+def test_sixteen_actors_never_exceed_the_cluster_wide_limit(
+    ray_cluster: str, tmp_path: Path
+) -> None:
+    import ray.data
+
+    from rubricflow.ray import evaluate_dataset
+    from rubricflow.ray.budget import find_budget
+
+    rubric = _rubric(tmp_path)
+    rows = _rows(tmp_path, 48)
+    counting = CountingJudge(delay=0.05)
+    with ScriptedServer(counting) as judge:
+        spec = f"openai:scripted@{judge.url}/v1"
+        evaluated = evaluate_dataset(
+            ray.data.from_items(rows),
+            rubric,
+            judge=spec,
+            concurrency=16,  # sixteen actors, each allowed 4 calls of its own: 64 at once
+            judge_concurrency=4,
+            cluster_judge_limit=5,
+            judge_rpm=6000,  # a start every 10 ms across the cluster
+            batch_size=3,
+            actor_cpus=0.25,
+        )
+        records = _evaluated(evaluated)
+        figures = ray.get(find_budget(spec, 5, 6000).figures.remote())
+    assert sorted(r["target_id"] for r in records) == sorted(r["id"] for r in rows)
+    assert 1 < counting.peak <= 5  # at the judge: never more than the cluster's limit
+    assert figures["peak"] <= 5 and figures["admitted"] == len(judge.requests)
+    assert figures["rpm"] == 6000 and figures["closest_starts"] >= 0.01 - 0.005
+
+
+# --- one cache for the whole cluster ----------------------------------------------------
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A scratch PostgreSQL database for the test, dropped after it."""
+    asyncpg = pytest.importorskip("asyncpg")
+    from sqlalchemy.engine import make_url
+
+    admin = make_url(PG_ADMIN).set(drivername="postgresql")
+    name = f"rubricflow_ray_{uuid.uuid4().hex[:10]}"
+
+    async def execute(statement: str) -> None:
+        connection = await asyncpg.connect(admin.render_as_string(hide_password=False))
+        try:
+            await connection.execute(statement)
+        finally:
+            await connection.close()
+
+    try:
+        asyncio.run(execute(f'CREATE DATABASE "{name}"'))
+    except (OSError, asyncpg.PostgresError) as error:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"PostgreSQL at {PG_ADMIN} is needed on CI: {error}")
+        pytest.skip(f"PostgreSQL not available at {PG_ADMIN}: {error}")
+    try:
+        yield admin.set(database=name).render_as_string(hide_password=False)
+    finally:
+        asyncio.run(execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def test_with_a_postgresql_store_a_second_run_makes_no_judge_call(
+    ray_cluster: str, cli: Any, tmp_path: Path, pg_url: str
+) -> None:
+    rubric = tmp_path / "rubric.yaml"
+    rubric.write_text(RUBRIC, encoding="utf-8")
+    targets = _targets(tmp_path, 24)
+    with ScriptedServer(CountingJudge()) as judge:
+        common = [str(rubric), str(targets), "--llm", f"openai:scripted@{judge.url}/v1"]
+        ray_args = ["--ray", ray_cluster, "--ray-actors", "1", "--db", pg_url, "--no-progress"]
+        first = cli.invoke(app, ["eval", *common, *ray_args, "-o", str(tmp_path / "1.jsonl")])
+        asked = len(judge.requests)
+        second = cli.invoke(app, ["eval", *common, *ray_args, "-o", str(tmp_path / "2.jsonl")])
+    assert first.exit_code == second.exit_code == 1, (first.output, second.output)
+    assert asked >= 24
+    assert len(judge.requests) == asked  # the second run: every answer from the store
+    first_run = {r["target_id"]: _outcome(r) for r in _results(tmp_path / "1.jsonl")}
+    assert {r["target_id"]: _outcome(r) for r in _results(tmp_path / "2.jsonl")} == first_run
+    # the ledger, written by the driver into the store, says so
+    assert "answered from the cache" in second.output.splitlines()[-1]
+    assert "answered from the cache" not in first.output.splitlines()[-1]
+
+
+# --- faults -----------------------------------------------------------------------------
+
+
+def _kill_an_evaluation_actor_after(judge: ScriptedServer, calls: int) -> threading.Thread:
+    """A thread that, once the judge has `calls` requests, SIGKILLs the process of one
+    live evaluation actor (what `ray.kill` does to it), found in the GCS's actor table
+    (the state API needs the dashboard, which the test cluster does not run)."""
+    from ray._private.state import actors as actor_table
+
+    def kill() -> None:
+        deadline = time.monotonic() + 120
+        while len(judge.requests) < calls and time.monotonic() < deadline:
+            time.sleep(0.02)
+        alive = [
+            info
+            for info in actor_table().values()
+            if "BatchEvaluator" in str(info.get("ActorClassName", ""))
+            and str(info.get("State")) in ("ALIVE", "2")
+            and info.get("Pid")
+        ]
+        if alive:
+            os.kill(int(alive[0]["Pid"]), signal.SIGKILL)
+            killed.append(int(alive[0]["Pid"]))
+
+    killed: list[int] = []
+    thread = threading.Thread(target=kill, daemon=True)
+    thread.killed = killed  # type: ignore[attr-defined]
+    thread.start()
+    return thread
+
+
+def test_an_actor_killed_mid_batch_loses_no_target_and_scores_none_twice(
+    ray_cluster: str, tmp_path: Path
+) -> None:
+    import ray.data
+
+    from rubricflow.ray import evaluate_dataset
+
+    rubric = _rubric(tmp_path)
+    rows = _rows(tmp_path, 24)
+    with ScriptedServer(CountingJudge(delay=0.05)) as judge:
+        spec = f"openai:scripted@{judge.url}/v1"
+        expected = _local(rubric, rows, spec)
+        asked = len(judge.requests)
+        killer = _kill_an_evaluation_actor_after(judge, asked + 6)
+        evaluated = evaluate_dataset(
+            ray.data.from_items(rows), rubric, judge=spec, concurrency=2, batch_size=6
+        )
+        records = _evaluated(evaluated)
+        killer.join(timeout=60)
+    assert killer.killed, "no evaluation actor was found to kill"  # type: ignore[attr-defined]
+    ids = [r["target_id"] for r in records]
+    assert sorted(ids) == sorted(expected) and len(ids) == len(set(ids))
+    assert {r["target_id"]: _outcome(r) for r in records} == expected
+
+
+def test_a_judge_outage_gives_unable_to_evaluate_as_locally(
+    ray_cluster: str, tmp_path: Path
+) -> None:
+    import ray.data
+
+    from rubricflow.ray import evaluate_dataset
+
+    rubric = _rubric(tmp_path)
+    rows = _rows(tmp_path, 6)
+
+    def down(request: Recorded) -> Reply:
+        return Reply(status=503, body={"error": {"message": "overloaded"}})
+
+    with ScriptedServer(down) as judge:
+        spec = f"openai:scripted@{judge.url}/v1"
+        expected = _local(rubric, rows, spec, max_attempts=1)
+        evaluated = evaluate_dataset(
+            ray.data.from_items(rows),
+            rubric,
+            judge=spec,
+            judge_settings={"max_attempts": 1},
+            concurrency=1,
+        )
+        records = _evaluated(evaluated)
+    assert {r["target_id"]: _outcome(r) for r in records} == expected
+    for record in records:
+        assert record["verdict"] == "incomplete"
+        statuses = {c["criterion_id"]: c["status"] for c in record["criteria"]}
+        assert statuses == {
+            "polite": "unable_to_evaluate",
+            "answers": "unable_to_evaluate",
+            "short": "scored",
+        }
+
+
+class _Interrupting:
+    """An observer pressing Ctrl-C twice once `after` evaluations landed (the first stops
+    taking targets, the second abandons those in flight), through the run's own handler."""
+
+    def __init__(self, run: Any, after: int) -> None:
+        self.run, self.after, self.seen = run, after, 0
+
+    def stopping(self) -> None:
+        pass
+
+    def prepared(self, batch: Any) -> None:
+        pass
+
+    def evaluated(self, evaluation: Any, batch: Any) -> None:
+        self.seen += 1
+        if self.seen == self.after:
+            task = asyncio.current_task()
+            self.run._on_interrupt(self, task)
+            self.run._on_interrupt(self, task)
+
+    def closing(self) -> None:
+        pass
+
+
+def test_a_driver_interrupted_leaves_a_run_that_resume_finishes(
+    ray_cluster: str, cli: Any, tmp_path: Path
+) -> None:
+    from rubricflow.eval_run import EvalRun
+    from rubricflow.llm.session import LLMSession
+    from rubricflow.ray import RayEvaluator
+    from rubricflow.runs import RunInfo
+    from rubricflow.targets import as_target
+
+    rubric = _rubric(tmp_path)
+    rows = _rows(tmp_path, 40)
+    out = tmp_path / "run.jsonl"
+    with ScriptedServer(CountingJudge(delay=0.02)) as judge:
+        spec = f"openai:scripted@{judge.url}/v1"
+        info = RunInfo(
+            id="interrupted-run",
+            rubric_id=rubric.id,
+            rubric_version=rubric.version,
+            source=str(tmp_path / "targets.jsonl"),
+            started_at=datetime.now(timezone.utc).isoformat(),
+        )
+        run = EvalRun(info, judge=LLMSession(spec, cache=None), rubric=rubric, output=out)
+        evaluator = RayEvaluator(address=ray_cluster, actors=1, judge=spec, batch_size=4)
+
+        async def interrupted() -> None:
+            await run.run(
+                [(rubric, as_target(row)) for row in rows],
+                total=len(rows),
+                observer=_Interrupting(run, after=5),
+                target_concurrency=8,
+                evaluator=evaluator,
+                options={"llm": run.judge},
+            )
+
+        asyncio.run(interrupted())
+        assert run.interrupted
+        written = _results(out)
+        assert 5 <= len(written) < len(rows)
+        resumed = cli.invoke(
+            app,
+            [
+                "eval",
+                str(tmp_path / "rubric.yaml"),
+                str(tmp_path / "targets.jsonl"),
+                "--llm",
+                spec,
+                "--no-cache",
+                "--no-progress",
+                "--ray",
+                ray_cluster,
+                "--ray-actors",
+                "1",
+                "-o",
+                str(out),
+                "--resume",
+            ],
+        )
+        expected = _local(rubric, rows, spec)
+    assert resumed.exit_code == 1, resumed.output
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    records = [r for r in records if "criteria" in r]
+    ids = [r["target_id"] for r in records]
+    assert len(ids) == len(set(ids)) == len(rows)  # none lost, none scored twice
+    assert {r["target_id"]: _outcome(r) for r in records} == expected
+
+
+# --- rewards for Ray-based trainers ------------------------------------------------------
+
+SHOWN = r'<completion index="\d+">\n(.*?)\n</completion>'
+
+
+def _longer_is_better(request: Recorded) -> Reply:
+    import re
+
+    texts = re.findall(SHOWN, request.text, re.S)
+    if not texts:
+        return openai_reply(CountingJudge.answer(request))
+    lengths = sorted({len(t) for t in texts}, reverse=True)
+    return openai_reply(
+        {
+            "ranking": [
+                {"index": i, "reasoning": "length", "rank": lengths.index(len(t)) + 1}
+                for i, t in enumerate(texts)
+            ]
+        }
+    )
+
+
+def test_a_reward_for_verl_and_openrlhf_judged_by_a_pool_of_actors(
+    ray_cluster: str, tmp_path: Path
+) -> None:
+    from rubricflow.ray.budget import find_budget
+    from rubricflow.rewards import RubricReward, ray_reward
+
+    rubric = _rubric(tmp_path)
+    prompts = [f"Question {i // 2}?" for i in range(12)]
+    replies = [f"Thanks for asking. Answer {i}." + " More." * (i % 3) for i in range(12)]
+    counting = CountingJudge(delay=0.02)
+    with ScriptedServer(counting) as judge:
+        spec = f"openai:scripted@{judge.url}/v1"
+        reward = ray_reward(rubric, judge=spec, actors=2, judge_concurrency=2)
+
+        @ray.remote(num_cpus=0)
+        def verl_reward_worker(compute_score: Any) -> list[float]:
+            # verl's batch reward manager, on a Ray worker of its own
+            result: list[float] = compute_score(
+                data_sources=["chat"] * 12,
+                solution_strs=replies,
+                ground_truths=[None] * 12,
+                extra_infos=[{"prompt": p} for p in prompts],
+            )
+            return result
+
+        batch = ray.get(verl_reward_worker.remote(reward.compute_score))
+        one = reward.compute_score("chat", replies[0], None, {"prompt": prompts[0]})
+        openrlhf = reward.reward_func(
+            queries=[p + r for p, r in zip(prompts, replies, strict=True)],
+            prompts=prompts,
+            labels=[None] * 12,
+        )
+        peak = counting.peak
+        local = asyncio.run(RubricReward(rubric, judge=spec, cache=None).score(prompts, replies))
+        figures = ray.get(find_budget(spec, 2, None).figures.remote())
+    expected = [outcome.reward for outcome in local]
+    assert batch == expected and one == expected[0]
+    assert list(openrlhf["rewards"]) == expected == list(openrlhf["scores"])
+    assert list(openrlhf["extra_logs"]["rubricflow/incomplete"]) == [0.0] * 12
+    assert peak <= 2 and figures["peak"] <= 2  # the cluster-wide budget
+
+
+def test_a_ray_reward_ranks_each_group_with_one_call(ray_cluster: str, tmp_path: Path) -> None:
+    from rubricflow.rewards import ray_reward
+
+    rubric = _rubric(tmp_path)
+    prompts = ["Capital of France?"] * 3 + ["Of Italy?"] * 3 + ["Of Spain?"] * 2
+    replies = ["Paris", "Paris, on the Seine", "P", "Rome", "Rome!", "R", "Madrid", "Madrid"]
+    with ScriptedServer(_longer_is_better) as judge:
+        spec = f"openai:scripted@{judge.url}/v1"
+        reward = ray_reward(rubric, judge=spec, actors=1, ranking="group")
+        rewards = reward.compute_score(
+            data_sources=["chat"] * 8,
+            solution_strs=replies,
+            ground_truths=[None] * 8,
+            extra_infos=[{"prompt": p} for p in prompts],
+        )
+    assert rewards == [0.5, 1.0, 0.0, 0.5, 1.0, 0.0, 0.5, 0.5]
+    assert len(judge.requests) == 3  # one call per group
+
+
+def test_a_ray_reward_needs_its_judge_as_a_spec() -> None:
+    from rubricflow.errors import RewardError
+    from rubricflow.rewards import ray_reward
+
+    async def judge(system: str, user: str) -> str:
+        return "{}"
+
+    with pytest.raises(RewardError, match="spec string"):
+        ray_reward({"id": "r", "criteria": [{"id": "c", "description": "Good."}]}, judge=judge)
+
+
+def test_a_batch_goes_to_the_actors_whole_groups_at_a_time() -> None:
+    from rubricflow.rewards.ray import _groups, _parts
+
+    spans = _groups(list("aaabbbcc"))
+    assert spans == [(0, 3), (3, 6), (6, 8)]
+    assert _parts(spans, 2) == [(0, 6), (6, 8)]  # never a group cut in two
+    assert _parts(spans, 3) == [(0, 3), (3, 6), (6, 8)]
+    assert _parts(_groups(list("abcdef")), 4) == [(0, 2), (2, 4), (4, 6)]
