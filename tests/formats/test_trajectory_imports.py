@@ -267,3 +267,42 @@ def test_any_assertion_imports_or_is_refused_with_its_path(kind: str, value: Any
         load_document({"tests": [{"assert": [assertion]}]}, format=fmt)
     except RubricflowError as error:
         assert "tests[0]" in str(error)
+
+
+_turn = st.fixed_dictionaries(
+    {"input": st.sampled_from(["Hi?", "More?"])},
+    optional={
+        "assert": st.lists(
+            st.sampled_from(["Answers", {"type": "trajectory:tool-used", "value": "x"}, 3]),
+            max_size=3,
+        )
+    },
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    turns=st.lists(_turn, max_size=4) | _json,
+    aggregation=st.sampled_from(["mean", "min", "max", "median", 1]),
+    top=st.lists(
+        st.sampled_from(["Stays polite", {"type": "llm-rubric", "value": "Kind"}]), max_size=2
+    ),
+)
+def test_any_conversation_test_imports_or_is_refused_with_its_path(
+    turns: Any, aggregation: Any, top: list[Any]
+) -> None:
+    test = {"id": "c", "mode": "conversation", "turns": turns, "aggregation": aggregation}
+    if top:
+        test["assert"] = top
+    try:
+        loaded = load_document({"tests": [test]}, format="agentv")
+    except RubricflowError as error:
+        assert "tests[0]" in str(error) or "nothing to import" in str(error)
+        return
+    for rubric in loaded.rubrics:
+        for criterion in rubric.criteria:
+            assert (criterion.scope == "turn") == (criterion.turn is not None)
+        turn_of = {c.group: c.turn for c in rubric.criteria}
+        for turn in set(turn_of.values()):
+            share = sum(g.weight for g in rubric.groups if turn_of.get(g.id, "none") == turn)
+            assert abs(share - 1.0) < 1e-9  # each turn, and the whole, weighs 1
