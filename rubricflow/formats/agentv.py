@@ -693,7 +693,9 @@ def _case_rubric(case: _Case, doc: Mapping[str, Any], source: str | None, versio
                 _score_range_gate(criterion, version)
         for criterion in grader_criteria:
             criterion.pop("_min_score_given", None)
-            if grader.turn is not None:
+            function = str(criterion.get("scoring", {}).get("function", ""))
+            if grader.turn is not None and not function.startswith("trajectory."):
+                # a trajectory check reads the run's tool calls, not one reply's text
                 criterion["scope"], criterion["turn"] = "turn", grader.turn
             if grouped:
                 criterion["group"] = group_id

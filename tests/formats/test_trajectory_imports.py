@@ -302,7 +302,7 @@ def test_any_conversation_test_imports_or_is_refused_with_its_path(
     for rubric in loaded.rubrics:
         for criterion in rubric.criteria:
             assert (criterion.scope == "turn") == (criterion.turn is not None)
-        turn_of = {c.group: c.turn for c in rubric.criteria}
-        for turn in set(turn_of.values()):
-            share = sum(g.weight for g in rubric.groups if turn_of.get(g.id, "none") == turn)
+        unit = {g.id: g.id.split("-")[1] if g.id.startswith("turn-") else "" for g in rubric.groups}
+        for turn in set(unit.values()):
+            share = sum(g.weight for g in rubric.groups if unit[g.id] == turn)
             assert abs(share - 1.0) < 1e-9  # each turn, and the whole, weighs 1
