@@ -123,14 +123,14 @@ async def _all(asked: list[Awaitable[Any]]) -> list[Any]:
 
 def exchange_reply(conversation: Conversation, number: int) -> int | None:
     """The index of the assistant's last message answering the `number`-th user message
-    (before the next user message), or None when there is none."""
+    (before the next user message), or None when there is none. A message that only
+    calls tools is a step, not a reply (`Conversation.assistant_turns`)."""
     users = [i for i, m in enumerate(conversation.messages) if m.role == "user"]
     if number > len(users):
         return None
+    start = users[number - 1]
     end = users[number] if number < len(users) else len(conversation.messages)
-    replies = [
-        i for i in range(users[number - 1] + 1, end) if conversation.messages[i].role == "assistant"
-    ]
+    replies = [i for i, _ in conversation.assistant_turns() if start < i < end]
     return replies[-1] if replies else None
 
 
@@ -146,7 +146,7 @@ async def _score_exchange(
             f"the conversation has no assistant reply to user message {number} "
             f"({users} user messages)",
         )
-    turn = sum(m.role == "assistant" for m in conversation.messages[: index + 1])
+    turn = sum(1 for i, _ in conversation.assistant_turns() if i <= index)
     result = await score(criterion, turn_target(target, conversation, index, turn))
     return _noted(result, f"reply to user message {number} (message {index})")
 

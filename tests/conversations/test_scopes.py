@@ -122,3 +122,39 @@ async def test_scope_holds_in_the_check_process_pool(monkeypatch) -> None:  # ty
     assert result.status == "scored", result.notes
     assert result.exact_score == exact_number(0.5)
     assert any("assistant turn 2 (message 3) failed" in e for e in result.evidence)
+
+
+async def test_a_turn_scope_judges_the_reply_not_a_tool_calling_step() -> None:
+    """`scope: turn` answers with the assistant's reply to that user message: a last
+    message that only calls tools is a step, and the reply before it is judged."""
+    rubric = parse_rubric(
+        {
+            "id": "turns",
+            "criteria": [
+                {
+                    "id": "c",
+                    "scope": "turn",
+                    "turn": 1,
+                    "scoring": {
+                        "method": "deterministic",
+                        "function": "contains_all",
+                        "config": {"terms": TERMS},
+                    },
+                }
+            ],
+        }
+    )
+    content = [
+        {"role": "user", "content": "look it up"},
+        {"role": "assistant", "content": "alpha beta gamma"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "1", "name": "search", "arguments": {"q": "x"}}],
+        },
+        {"role": "tool", "tool_call_id": "1", "content": "found"},
+        {"role": "user", "content": "thanks"},
+    ]
+    result = await _score(rubric, content)
+    assert result.status == "scored" and result.score == 1.0
+    assert "message 1" in result.evidence[0]
