@@ -3,8 +3,9 @@ template), its tool calls with their arguments, and its images inline.
 
 Images are shown only as they were read and checked (PNG, JPEG, WebP or GIF, its media
 type from its own header, never SVG), as `data:` URLs the page's policy allows, and only
-up to a size: an image over `MAX_IMAGE_BYTES`, or past `MAX_IMAGES` in one target, is
-named instead of shown, so a report stays a reasonable file. Text is cut at
+up to a size: an image over `MAX_IMAGE_BYTES`, past `MAX_IMAGES` in one target, or past
+`MAX_REPORT_IMAGE_BYTES` in the whole report (`ImageBudget`), is named instead of shown,
+so a report of ten thousand multimodal targets stays a reasonable file. Text is cut at
 `MAX_TEXT_CHARS` per part, saying so.
 """
 
@@ -17,23 +18,41 @@ from typing import Any
 from rubricflow.conversation import ImagePart, read_conversation
 from rubricflow.errors import RubricflowError
 
-__all__ = ["MAX_IMAGES", "MAX_IMAGE_BYTES", "MAX_TEXT_CHARS", "conversation_view"]
+__all__ = [
+    "MAX_IMAGES",
+    "MAX_IMAGE_BYTES",
+    "MAX_REPORT_IMAGE_BYTES",
+    "MAX_TEXT_CHARS",
+    "ImageBudget",
+    "conversation_view",
+]
 
 MAX_IMAGE_BYTES = 512 * 1024
 MAX_IMAGES = 8
+MAX_REPORT_IMAGE_BYTES = 20 * 1024 * 1024
 MAX_TEXT_CHARS = 20_000
 
 
-def _image(part: ImagePart, shown: int) -> dict[str, Any]:
+class ImageBudget:
+    """The bytes of images one report may still embed (`MAX_REPORT_IMAGE_BYTES` in all)."""
+
+    def __init__(self, total: int = MAX_REPORT_IMAGE_BYTES) -> None:
+        self.left = total
+
+
+def _image(part: ImagePart, shown: int, budget: ImageBudget) -> dict[str, Any]:
     size = len(part.data) * 3 // 4
     label = f"{part.media_type} {part.width}x{part.height}, {size:,} bytes"
-    if size > MAX_IMAGE_BYTES or shown >= MAX_IMAGES:
-        why = (
-            f"over the report's {MAX_IMAGE_BYTES:,}-byte cap"
-            if size > MAX_IMAGE_BYTES
-            else f"past the report's {MAX_IMAGES} images per target"
-        )
+    why = None
+    if size > MAX_IMAGE_BYTES:
+        why = f"over the report's {MAX_IMAGE_BYTES:,}-byte cap"
+    elif shown >= MAX_IMAGES:
+        why = f"past the report's {MAX_IMAGES} images per target"
+    elif size > budget.left:
+        why = f"the report's {MAX_REPORT_IMAGE_BYTES:,} bytes of images are used up"
+    if why is not None:
         return {"kind": "omitted", "text": f"image not shown ({label}): {why}"}
+    budget.left -= size
     return {
         "kind": "image",
         "src": part.data_url,
@@ -50,9 +69,13 @@ def _text(text: str) -> dict[str, Any]:
     return {"kind": "text", "text": text[:MAX_TEXT_CHARS] + f"\n[... {cut:,} more characters]"}
 
 
-def conversation_view(content: Any) -> list[dict[str, Any]] | None:
+def conversation_view(
+    content: Any, budget: ImageBudget | None = None
+) -> list[dict[str, Any]] | None:
     """The turns of `content` when it is a conversation (else None): role, parts (text,
-    image, or an omitted image's description), tool calls and the call a result answers."""
+    image, or an omitted image's description), tool calls and the call a result answers.
+    `budget`: the report's images left to embed (shared by its targets)."""
+    budget = budget if budget is not None else ImageBudget()
     if not isinstance(content, list | Mapping):
         return None
     try:
@@ -67,7 +90,7 @@ def conversation_view(content: Any) -> list[dict[str, Any]] | None:
         parts: list[dict[str, Any]] = []
         for part in message.content:
             if isinstance(part, ImagePart):
-                view = _image(part, shown)
+                view = _image(part, shown, budget)
                 shown += view["kind"] == "image"
                 parts.append(view)
             elif part.text:

@@ -22,7 +22,7 @@ from markupsafe import Markup
 
 from rubricflow.calibration.estimates import PassRateEstimate, RateInterval
 from rubricflow.llm.base import redact
-from rubricflow.report.conversation import conversation_view
+from rubricflow.report.conversation import ImageBudget, conversation_view
 from rubricflow.results import CriterionResult, Evaluation
 from rubricflow.runs import HISTOGRAM_BINS, RunData, RunSummary, summarize
 
@@ -133,6 +133,7 @@ def _targets(
     evaluations: list[Evaluation], contents: Mapping[str, Any] | None = None
 ) -> list[dict[str, Any]]:
     rows = []
+    images = ImageBudget()  # one budget for the whole report
     for index, evaluation in enumerate(evaluations):
         content = None
         if contents is not None and evaluation.target_id is not None:
@@ -171,7 +172,7 @@ def _targets(
                 "failed": [c["id"] for c in criteria if c["state"] == "failed"],
                 "llm_calls": usage["llm_calls"],
                 "cost": usage["cost"],
-                "conversation": None if content is None else conversation_view(content),
+                "conversation": None if content is None else conversation_view(content, images),
             }
         )
     return rows

@@ -101,3 +101,22 @@ def test_eval_report_shows_the_conversations_it_judged(tmp_path: Path) -> None:
     tree = parse(report.read_text())
     (conversation,) = tree.by_class("conversation")  # the text target has none
     assert "Here it is." in conversation.text
+
+
+def test_a_report_embeds_images_up_to_its_total_budget_then_names_them() -> None:
+    """Each image is under the per-image cap, but together they pass the report's budget:
+    the ones past it are named, not embedded, so the file stays bounded."""
+    from rubricflow.report.conversation import ImageBudget, conversation_view
+
+    picture = SMALL + b"\x00" * 1000
+    talk = [
+        {
+            "role": "user",
+            "content": [{"type": "image_url", "image_url": {"url": data_url(picture)}}],
+        }
+    ]
+    budget = ImageBudget(total=len(picture) * 2 + 10)  # room for two
+    views = [conversation_view(talk, budget) for _ in range(3)]
+    kinds = [view[0]["parts"][0]["kind"] for view in views if view is not None]
+    assert kinds == ["image", "image", "omitted"]
+    assert "used up" in views[2][0]["parts"][0]["text"]  # type: ignore[index]
