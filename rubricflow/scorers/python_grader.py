@@ -6,10 +6,15 @@ criterion whose check is `rubricflow.scorers.python_grader:run_python_grader`: a
 allows it (`allow_import=True`, `--allow-import`). Without it the criterion is an error
 naming the opt-in.
 
-The grader's source runs in a separate Python process (isolated mode: no site or user
-paths), never in rubricflow's: it defines `grade(sample, item)`, which gets OpenAI's
-`sample` (`output_text`, `output_json`) and `item` (the target's reference when it is an
-object, else `{"reference": ...}`) and returns a number in 0..1. The process is killed
+The grader's source runs in a separate Python process, never in rubricflow's: Python's
+isolated mode (no site or user paths), a minimal environment (`PATH` set to
+`os.defpath`, `LANG`/`LC_ALL` when set, nothing else: no API keys, no database URL) and a
+fresh empty temporary folder as its working directory. That keeps secrets out of it, but
+it is not a sandbox: the code can still read the user's files and reach the network.
+
+The source defines `grade(sample, item)`, which gets OpenAI's `sample` (`output_text`,
+`output_json`) and `item` (the target's reference when it is an object, else
+`{"reference": ...}`) and returns a number in 0..1. The process is killed
 after `timeout` seconds (default 10) and its address space is capped (1 GiB where the
 platform allows); an exception, a timeout or a score outside 0..1 is the criterion's
 error, naming the grader.
@@ -19,8 +24,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
+import tempfile
 from typing import Any
 
 from rubricflow.results import Target
@@ -56,6 +63,17 @@ def _limit_memory() -> None:  # pragma: no cover - runs in the child
         pass
 
 
+def _environment() -> dict[str, str]:
+    """What the grader's process sees of the environment: a PATH and the locale, nothing
+    else (the parent's API keys and database URL stay out)."""
+    kept = {"PATH": os.defpath}
+    for name in ("LANG", "LC_ALL"):
+        value = os.environ.get(name)
+        if value is not None:
+            kept[name] = value
+    return kept
+
+
 def _sample(target: Target) -> dict[str, Any]:
     content = target.content
     text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
@@ -75,15 +93,18 @@ def run_python_grader(target: Target, *, source: str, timeout: float = DEFAULT_T
     item = reference if isinstance(reference, dict) else {"reference": reference}
     payload = json.dumps({"source": source, "sample": _sample(target), "item": item}, default=str)
     try:
-        done = subprocess.run(
-            [sys.executable, "-I", "-c", _RUNNER],
-            input=payload,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            preexec_fn=_limit_memory if sys.platform != "win32" else None,
-            check=False,
-        )
+        with tempfile.TemporaryDirectory(prefix="rubricflow-grader-") as folder:
+            done = subprocess.run(
+                [sys.executable, "-I", "-c", _RUNNER],
+                input=payload,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env=_environment(),
+                cwd=folder,
+                preexec_fn=_limit_memory if sys.platform != "win32" else None,
+                check=False,
+            )
     except subprocess.TimeoutExpired:
         raise PythonGraderError(
             f"the python grader ran past its {timeout:g}s timeout and was stopped"

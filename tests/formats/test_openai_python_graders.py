@@ -76,3 +76,32 @@ def test_the_cli_takes_the_opt_in(tmp_path: Path) -> None:
     converted = runner.invoke(app, ["convert", str(grader), "--allow-import"])
     assert converted.exit_code == 0 and "run_python_grader" in converted.stdout
     assert runner.invoke(app, ["convert", str(grader)]).exit_code != 0
+
+
+async def test_a_grader_sees_none_of_the_parents_secrets(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-parent-secret")
+    monkeypatch.setenv("RUBRICFLOW_DB", "postgresql://u:password@db/x")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.txt").write_text("the parent's folder")
+    reading = {
+        **GRADER,
+        "source": "import os\ndef grade(sample, item):\n"
+        "    return 1.0 if os.environ['OPENAI_API_KEY'] else 0.0\n",
+    }
+    with allowing_code():
+        rubric = load_document(reading, source="grader.json").rubrics[0]
+    result = await evaluate(rubric, Target(content="x"), allow_import=True)
+    assert result.criteria[0].status == "error"
+    assert "KeyError" in (result.criteria[0].notes or "")
+    # what it does see: a PATH, and an empty folder of its own as its working directory
+    seen = run_python_grader(
+        Target(content="x"),
+        source="import os\ndef grade(sample, item):\n"
+        "    assert sorted(set(os.environ) - {'LANG', 'LC_ALL', 'LC_CTYPE'}) == ['PATH'], "
+        "sorted(os.environ)\n"
+        "    assert os.listdir('.') == [], os.listdir('.')\n"
+        "    return 1.0\n",
+    )
+    assert seen == 1.0
