@@ -27,7 +27,7 @@ from rubricflow.cli.shared import (
     run_api,
     table,
 )
-from rubricflow.errors import NotFoundError
+from rubricflow.errors import NotFoundError, RubricflowError
 
 if TYPE_CHECKING:
     from rubricflow.application import ArtifactsAPI
@@ -40,6 +40,18 @@ __all__ = ["artifacts_app"]
 artifacts_app = typer.Typer(
     help="Create, submit, review and decide on artifacts.", no_args_is_help=True
 )
+
+
+def _artifact_content(path: Path) -> Any:
+    """An artifact's content from `path`; a conversation's image files are read from
+    beside it (never outside its folder) and put inline, as `eval` reads them."""
+    from rubricflow.conversation import inline_images
+
+    content = read_content(path)
+    try:
+        return inline_images(content, path.parent)
+    except RubricflowError as error:
+        fail(f"{path}: {error}")
 
 
 def _with_type_hint(error: NotFoundError, target: str) -> NotFoundError:
@@ -82,7 +94,7 @@ def artifacts_create(
 ) -> None:
     """Create an artifact in draft."""
     refuse_actor(server, actor)
-    content = read_content(path)
+    content = _artifact_content(path)
     artifact = run_api(
         db,
         server,
@@ -125,7 +137,7 @@ def artifacts_submit(
     """
     refuse_actor(server, actor)
     who = actor or actor_default()
-    content = read_content(Path(target)) if type_name is not None else None
+    content = _artifact_content(Path(target)) if type_name is not None else None
 
     async def work(api: ArtifactsAPI) -> SubmissionOutcome:
         if type_name is not None:
@@ -289,7 +301,7 @@ def artifacts_revise(
 ) -> None:
     """A new revision with new content (back to draft; the old revision is superseded)."""
     refuse_actor(server, actor)
-    content = read_content(path)
+    content = _artifact_content(path)
     artifact = run_api(
         db,
         server,

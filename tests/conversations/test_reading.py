@@ -3,6 +3,7 @@ the CLI reads a conversation's image files beside the target file (local use).""
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -149,3 +150,64 @@ def test_the_cli_reads_image_files_beside_the_target_file(
     refused = runner.invoke(app, ["eval", str(tmp_path / "r.yaml"), str(tmp_path / "post.json")])
     assert refused.exit_code == 2
     assert "$.messages[0].content[1]" in refused.output and "no image file" in refused.output
+
+
+def test_artifacts_submit_reads_image_files_beside_the_content_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`artifacts submit --type T FILE` stores the conversation with its image files read
+    from beside FILE and put inline; one outside FILE's folder is refused, exit 2."""
+    (tmp_path / "pics").mkdir()
+    (tmp_path / "pics" / "square.png").write_bytes(IMAGE)
+    talk = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Post"},
+                {"type": "image", "path": "pics/square.png"},
+            ],
+        },
+        {"role": "assistant", "content": "Posted."},
+    ]
+    (tmp_path / "talk.json").write_text(json.dumps(talk))
+    (tmp_path / "r.yaml").write_text(
+        "id: r\ncriteria:\n  - id: filled\n    description: d\n"
+        "    scoring: {method: deterministic, function: non_empty}\n"
+    )
+    db = f"sqlite+aiosqlite:///{tmp_path / 'store.db'}"
+    runner = CliRunner()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    for args in (
+        ["rubrics", "register", str(tmp_path / "r.yaml"), "--db", db],
+        ["types", "set", "post", "--rubric", "r", "--db", db],
+    ):
+        done = runner.invoke(app, args)
+        assert done.exit_code == 0, done.output
+    submitted = runner.invoke(
+        app,
+        [
+            "artifacts",
+            "submit",
+            str(tmp_path / "talk.json"),
+            "--type",
+            "post",
+            "--db",
+            db,
+            "--json",
+        ],
+    )
+    assert submitted.exit_code == 0, submitted.output
+    artifact_id = json.loads(submitted.stdout)["artifact"]["id"]
+    shown = runner.invoke(app, ["artifacts", "show", artifact_id, "--db", db, "--json"])
+    stored = json.dumps(json.loads(shown.stdout))
+    assert "pics/square.png" not in stored and base64.b64encode(IMAGE).decode()[:40] in stored
+
+    talk[0]["content"][1]["path"] = "../outside.png"  # type: ignore[index]
+    (tmp_path / "talk.json").write_text(json.dumps(talk))
+    refused = runner.invoke(
+        app, ["artifacts", "submit", str(tmp_path / "talk.json"), "--type", "post", "--db", db]
+    )
+    assert refused.exit_code == 2
+    assert "no image file" in refused.output
