@@ -172,11 +172,8 @@ def budget_admission(actor: Any) -> Admission:
         try:
             yield
         finally:
-            # shielded: a cancelled call still gives its slot back
-            await asyncio.shield(_release(actor, holder))
+            # sent, not awaited: the call's answer is not held back by one more round
+            # trip, and a cancelled call gives its slot back all the same
+            actor.release.remote(holder)
 
     return admitted
-
-
-async def _release(actor: Any, holder: str) -> None:
-    await actor.release.remote(holder)
