@@ -14,23 +14,29 @@ it is not a sandbox: the code can still read the user's files and reach the netw
 
 The source defines `grade(sample, item)`, which gets OpenAI's `sample` (`output_text`,
 `output_json`) and `item` (the target's reference when it is an object, else
-`{"reference": ...}`) and returns a number in 0..1. The process is killed
-after `timeout` seconds (default 10) and its address space is capped (1 GiB where the
-platform allows); an exception, a timeout or a score outside 0..1 is the criterion's
+`{"reference": ...}`) and returns a number in 0..1. The process runs in a session of its
+own and is killed with its process group after `timeout` seconds (default 10, kept below
+`RUBRICFLOW_CHECK_TIMEOUT` so the grader stops before the check that runs it); its CPU
+time (the timeout and a second) and address space (1 GiB) are capped where the platform
+allows; an exception, a timeout or a score outside 0..1 is the criterion's
 error, naming the grader.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 from rubricflow.results import Target
+from rubricflow.settings import current as current_settings
 
 __all__ = ["DEFAULT_TIMEOUT", "PythonGraderError", "run_python_grader"]
 
@@ -54,13 +60,68 @@ class PythonGraderError(RuntimeError):
     """A python grader failed: its exception, a timeout, or an unusable score."""
 
 
-def _limit_memory() -> None:  # pragma: no cover - runs in the child
-    try:
-        import resource
+def _child_setup(cpu_seconds: int) -> Callable[[], None]:
+    """What the grader's process does before it runs: Ctrl-C and SIGTERM kill it again
+    (a check pool process ignores both, and a child would inherit that), its CPU time is
+    capped just past its timeout (a busy loop dies even if no one is left to kill it),
+    and its address space is capped."""
 
-        resource.setrlimit(resource.RLIMIT_AS, (_MEMORY_BYTES, _MEMORY_BYTES))
-    except (ImportError, ValueError, OSError):
-        pass
+    def setup() -> None:  # pragma: no cover - runs in the child
+        import resource
+        import signal
+
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        for limit, value in (
+            (resource.RLIMIT_CPU, cpu_seconds),
+            (resource.RLIMIT_AS, _MEMORY_BYTES),
+        ):
+            with contextlib.suppress(ValueError, OSError):
+                resource.setrlimit(limit, (value, value))
+
+    return setup
+
+
+def _time_allowed(timeout: float) -> float:
+    """The grader's timeout, kept below the check's own (`check_timeout`) so the grader
+    times out first and is killed with its process group, never left behind by a check
+    process that was killed at its limit."""
+    check = current_settings().check_timeout
+    if check > 0:
+        timeout = min(timeout, check - min(1.0, check * 0.2))
+    return timeout
+
+
+def _run(command: list[str], payload: str, timeout: float) -> tuple[int, str, str]:
+    """Run the grader in a session of its own, in a fresh empty folder; on its timeout,
+    kill its whole process group."""
+    unix = sys.platform != "win32"
+    with tempfile.TemporaryDirectory(prefix="rubricflow-grader-") as folder:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_environment(),
+            cwd=folder,
+            preexec_fn=_child_setup(math.ceil(timeout) + 1) if unix else None,
+            start_new_session=unix,
+        )
+        try:
+            out, err = process.communicate(payload, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            if unix:
+                with contextlib.suppress(OSError):
+                    os.killpg(process.pid, signal.SIGKILL)
+            process.kill()
+            process.communicate()
+            raise
+        except BaseException:
+            process.kill()
+            process.wait()
+            raise
+    return process.returncode, out, err
 
 
 def _environment() -> dict[str, str]:
@@ -92,29 +153,19 @@ def run_python_grader(target: Target, *, source: str, timeout: float = DEFAULT_T
     reference = target.reference
     item = reference if isinstance(reference, dict) else {"reference": reference}
     payload = json.dumps({"source": source, "sample": _sample(target), "item": item}, default=str)
+    allowed = _time_allowed(timeout)
     try:
-        with tempfile.TemporaryDirectory(prefix="rubricflow-grader-") as folder:
-            done = subprocess.run(
-                [sys.executable, "-I", "-c", _RUNNER],
-                input=payload,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                env=_environment(),
-                cwd=folder,
-                preexec_fn=_limit_memory if sys.platform != "win32" else None,
-                check=False,
-            )
+        code, out, err = _run([sys.executable, "-I", "-c", _RUNNER], payload, allowed)
     except subprocess.TimeoutExpired:
         raise PythonGraderError(
-            f"the python grader ran past its {timeout:g}s timeout and was stopped"
+            f"the python grader ran past its {allowed:g}s timeout and was stopped"
         ) from None
-    if done.returncode != 0:
-        lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
-        why = lines[-1] if lines else f"exit status {done.returncode}"
+    if code != 0:
+        lines = [line for line in err.strip().splitlines() if line.strip()]
+        why = lines[-1] if lines else f"exit status {code}"
         raise PythonGraderError(f"the python grader failed: {why}")
     try:
-        score = json.loads(done.stdout)["score"]
+        score = json.loads(out)["score"]
     except (ValueError, KeyError, TypeError):
         raise PythonGraderError(
             "the python grader printed something other than its score"

@@ -5,6 +5,10 @@ subprocess with a timeout, and its score passes at `pass_threshold`."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,8 +16,10 @@ from typer.testing import CliRunner
 
 from rubricflow import Target, evaluate
 from rubricflow.cli import app
+from rubricflow.engine.isolation import shutdown_check_pool
 from rubricflow.errors import RubricValidationError
 from rubricflow.formats import allowing_code, load_document
+from rubricflow.model import parse_rubric
 from rubricflow.scorers.python_grader import PythonGraderError, run_python_grader
 
 SOURCE = """
@@ -105,3 +111,64 @@ async def test_a_grader_sees_none_of_the_parents_secrets(
         "    return 1.0\n",
     )
     assert seen == 1.0
+
+
+def _gone(pid: int) -> bool:
+    """Whether `pid` has exited (reaped, or a zombie no one has reaped yet)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
+            return stat.read().rpartition(")")[2].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+@pytest.fixture
+def short_checks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("RUBRICFLOW_CHECK_TIMEOUT", "2")
+    monkeypatch.delenv("RUBRICFLOW_CHECK_ISOLATION", raising=False)
+    yield
+    shutdown_check_pool()
+
+
+@pytest.mark.usefixtures("short_checks")
+async def test_a_stuck_grader_leaves_no_process_behind(tmp_path: Path) -> None:
+    """The grader asks for 60 s, the check may run 2 s: the grader is stopped first (with
+    its process group), never orphaned by the check process killed at its limit."""
+    pid_file = tmp_path / "pid"
+    source = (
+        "import os, time\n"
+        "def grade(sample, item):\n"
+        f"    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "    while True:\n"
+        "        time.sleep(0.05)  # no CPU: no CPU limit ends it\n"
+    )
+    rubric = parse_rubric(
+        {
+            "id": "stuck",
+            "name": "Stuck",
+            "version": "1.0.0",
+            "criteria": [
+                {
+                    "id": "spin",
+                    "description": "spin",
+                    "scoring": {
+                        "method": "deterministic",
+                        "function": "rubricflow.scorers.python_grader:run_python_grader",
+                        "config": {"source": source, "timeout": 60},
+                    },
+                }
+            ],
+        }
+    )
+    result = await evaluate(rubric, Target(content="x"), allow_import=True)
+    assert result.criteria[0].status == "error"
+    pid = int(pid_file.read_text())
+    try:
+        deadline = time.monotonic() + 30
+        while not _gone(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _gone(pid), "the grader's process is still running"
+    finally:
+        if not _gone(pid):
+            os.kill(pid, signal.SIGKILL)
+    assert "python grader ran past its" in (result.criteria[0].notes or "")
