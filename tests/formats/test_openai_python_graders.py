@@ -126,6 +126,7 @@ def _gone(pid: int) -> bool:
 def short_checks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("RUBRICFLOW_CHECK_TIMEOUT", "2")
     monkeypatch.delenv("RUBRICFLOW_CHECK_ISOLATION", raising=False)
+    shutdown_check_pool()  # a pool started by an earlier test has the old limit in its env
     yield
     shutdown_check_pool()
 
