@@ -51,8 +51,9 @@ exec(compile(given["source"], "<python grader>", "exec"), space)
 grade = space.get("grade")
 if not callable(grade):
     raise SystemExit("the grader's source defines no grade(sample, item)")
+out, sys.stdout = sys.stdout, sys.stderr  # what grade() prints is not its score
 score = grade(given["sample"], given["item"])
-sys.stdout.write(json.dumps({"score": score}))
+out.write(json.dumps({"score": score}))
 """
 
 

@@ -173,3 +173,8 @@ async def test_a_stuck_grader_leaves_no_process_behind(tmp_path: Path) -> None:
         if not _gone(pid):
             os.kill(pid, signal.SIGKILL)
     assert "python grader ran past its" in (result.criteria[0].notes or "")
+
+
+def test_a_grader_that_prints_still_gives_its_score() -> None:
+    source = "def grade(sample, item):\n    print('thinking about', sample)\n    return 0.75\n"
+    assert run_python_grader(Target(content="x"), source=source) == 0.75
