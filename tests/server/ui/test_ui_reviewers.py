@@ -1,5 +1,5 @@
 """Several reviewers on the workbench (issue 29, item 5) over HTTP against a real
-`rubricflow serve` on SQLite: a second reviewer does not see the first one's decision
+`rubricflow serve` on SQLite and PostgreSQL: a second reviewer does not see the first one's decision
 until they have decided; a split is listed (blind to those who did not vote) and resolved
 from the reviewers' screen; the screen shows agreement between reviewers and the judge's
 reliability per criterion with intervals; the API's /v1/types/{name}/disagreements."""
@@ -26,8 +26,10 @@ REVIEWERS = ("dave", "erin", "frank")
 
 
 @pytest.fixture(scope="module")
-def pair(sqlite_dashboard: Dashboard) -> Dashboard:
-    """The dashboard with a type two people decide, and three more reviewers."""
+def pair(dashboard: Dashboard) -> Dashboard:
+    """The dashboard (SQLite, PostgreSQL) with a type two people decide, and three more
+    reviewers."""
+    sqlite_dashboard = dashboard
 
     async def define() -> None:
         async with await Application.open(sqlite_dashboard.db_url) as app:
