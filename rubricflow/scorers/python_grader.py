@@ -46,12 +46,12 @@ _MEMORY_BYTES = 1 << 30
 _RUNNER = r"""
 import json, sys
 given = json.loads(sys.stdin.read())
+out, sys.stdout = sys.stdout, sys.stderr  # what the grader prints is not its score
 space = {"__name__": "grader"}
 exec(compile(given["source"], "<python grader>", "exec"), space)
 grade = space.get("grade")
 if not callable(grade):
     raise SystemExit("the grader's source defines no grade(sample, item)")
-out, sys.stdout = sys.stdout, sys.stderr  # what grade() prints is not its score
 score = grade(given["sample"], given["item"])
 out.write(json.dumps({"score": score}))
 """

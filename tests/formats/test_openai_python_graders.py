@@ -176,5 +176,8 @@ async def test_a_stuck_grader_leaves_no_process_behind(tmp_path: Path) -> None:
 
 
 def test_a_grader_that_prints_still_gives_its_score() -> None:
-    source = "def grade(sample, item):\n    print('thinking about', sample)\n    return 0.75\n"
+    source = (
+        "print('loading')\n"
+        "def grade(sample, item):\n    print('thinking about', sample)\n    return 0.75\n"
+    )
     assert run_python_grader(Target(content="x"), source=source) == 0.75
