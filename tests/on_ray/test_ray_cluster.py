@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm.scripted import Recorded, Reply, ScriptedServer, openai_reply
+from llm.scripted import Recorded, Reply, ScriptedServer
 
 from rubricflow import evaluate_many, load_rubric
 from rubricflow.cli import app
@@ -84,7 +84,7 @@ def test_the_budget_actor_spaces_starts_by_the_rpm() -> None:
     assert figures["closest_starts"] >= 0.05 - 0.005  # the loop's clock resolution
 
 
-def test_sixteen_actors_never_exceed_the_cluster_wide_limit(
+def test_sixteen_actors_never_exceed_the_cluster_wide_limit_even_when_one_is_killed(
     ray_cluster: str, tmp_path: Path
 ) -> None:
     import ray.data
@@ -97,6 +97,9 @@ def test_sixteen_actors_never_exceed_the_cluster_wide_limit(
     counting = CountingJudge(delay=0.05)
     with ScriptedServer(counting) as judge:
         spec = f"openai:scripted@{judge.url}/v1"
+        # one actor is killed mid-batch, holding slots: Ray restarts it, its batch runs
+        # again, and the budget gets its slots back
+        killer = _kill_an_evaluation_actor_after(judge, 10)
         evaluated = evaluate_dataset(
             ray.data.from_items(rows),
             rubric,
@@ -109,10 +112,16 @@ def test_sixteen_actors_never_exceed_the_cluster_wide_limit(
             actor_cpus=0.25,
         )
         records = _evaluated(evaluated)
+        killer.join(timeout=60)
         figures = ray.get(find_budget(spec, 5, 6000).figures.remote())
-    assert sorted(r["target_id"] for r in records) == sorted(r["id"] for r in rows)
-    assert 1 < counting.peak <= 5  # at the judge: never more than the cluster's limit
-    assert figures["peak"] <= 5 and figures["admitted"] == len(judge.requests)
+        peak, asked = counting.peak, len(judge.requests)
+        expected = _local(rubric, rows, spec)
+    assert killer.killed, "no evaluation actor was found to kill"  # type: ignore[attr-defined]
+    ids = [r["target_id"] for r in records]
+    assert sorted(ids) == sorted(expected) and len(ids) == len(set(ids))  # none lost or twice
+    assert {r["target_id"]: _outcome(r) for r in records} == expected
+    assert 1 < peak <= 5  # at the judge: never more than the cluster's limit
+    assert figures["peak"] <= 5 and figures["admitted"] >= asked
     assert figures["rpm"] == 6000 and figures["closest_starts"] >= 0.01 - 0.005
 
 
@@ -198,31 +207,6 @@ def _kill_an_evaluation_actor_after(judge: ScriptedServer, calls: int) -> thread
     thread.killed = killed  # type: ignore[attr-defined]
     thread.start()
     return thread
-
-
-def test_an_actor_killed_mid_batch_loses_no_target_and_scores_none_twice(
-    ray_cluster: str, tmp_path: Path
-) -> None:
-    import ray.data
-
-    from rubricflow.ray import evaluate_dataset
-
-    rubric = _rubric(tmp_path)
-    rows = _rows(tmp_path, 24)
-    with ScriptedServer(CountingJudge(delay=0.05)) as judge:
-        spec = f"openai:scripted@{judge.url}/v1"
-        expected = _local(rubric, rows, spec)
-        asked = len(judge.requests)
-        killer = _kill_an_evaluation_actor_after(judge, asked + 6)
-        evaluated = evaluate_dataset(
-            ray.data.from_items(rows), rubric, judge=spec, concurrency=2, batch_size=6
-        )
-        records = _evaluated(evaluated)
-        killer.join(timeout=60)
-    assert killer.killed, "no evaluation actor was found to kill"  # type: ignore[attr-defined]
-    ids = [r["target_id"] for r in records]
-    assert sorted(ids) == sorted(expected) and len(ids) == len(set(ids))
-    assert {r["target_id"]: _outcome(r) for r in records} == expected
 
 
 def test_a_judge_outage_gives_unable_to_evaluate_as_locally(
@@ -355,21 +339,21 @@ def test_a_driver_interrupted_leaves_a_run_that_resume_finishes(
 SHOWN = r'<completion index="\d+">\n(.*?)\n</completion>'
 
 
-def _longer_is_better(request: Recorded) -> Reply:
-    import re
+class RankingJudge(CountingJudge):
+    """Ranks a group longest first (ties share a rank); counts calls in flight."""
 
-    texts = re.findall(SHOWN, request.text, re.S)
-    if not texts:
-        return openai_reply(CountingJudge.answer(request))
-    lengths = sorted({len(t) for t in texts}, reverse=True)
-    return openai_reply(
-        {
+    @staticmethod
+    def answer(request: Recorded) -> dict[str, Any]:
+        import re
+
+        texts = re.findall(SHOWN, request.text, re.S)
+        lengths = sorted({len(t) for t in texts}, reverse=True)
+        return {
             "ranking": [
                 {"index": i, "reasoning": "length", "rank": lengths.index(len(t)) + 1}
                 for i, t in enumerate(texts)
             ]
         }
-    )
 
 
 def test_a_reward_for_verl_and_openrlhf_judged_by_a_pool_of_actors(
@@ -379,12 +363,13 @@ def test_a_reward_for_verl_and_openrlhf_judged_by_a_pool_of_actors(
     from rubricflow.rewards import RubricReward, ray_reward
 
     rubric = _rubric(tmp_path)
-    prompts = [f"Question {i // 2}?" for i in range(12)]
-    replies = [f"Thanks for asking. Answer {i}." + " More." * (i % 3) for i in range(12)]
-    counting = CountingJudge(delay=0.02)
-    with ScriptedServer(counting) as judge:
+    # GRPO groups: three completions of each of four prompts
+    prompts = [f"Question {i // 3}?" for i in range(12)]
+    replies = [f"Answer {i}." + " More." * (i % 3) for i in range(12)]
+    ranked = RankingJudge(delay=0.02)
+    with ScriptedServer(ranked) as judge:
         spec = f"openai:scripted@{judge.url}/v1"
-        reward = ray_reward(rubric, judge=spec, actors=2, judge_concurrency=2)
+        reward = ray_reward(rubric, judge=spec, actors=2, judge_concurrency=2, ranking="group")
 
         @ray.remote(num_cpus=0)
         def verl_reward_worker(compute_score: Any) -> list[float]:
@@ -398,39 +383,26 @@ def test_a_reward_for_verl_and_openrlhf_judged_by_a_pool_of_actors(
             return result
 
         batch = ray.get(verl_reward_worker.remote(reward.compute_score))
-        one = reward.compute_score("chat", replies[0], None, {"prompt": prompts[0]})
+        calls = len(judge.requests)
         openrlhf = reward.reward_func(
             queries=[p + r for p, r in zip(prompts, replies, strict=True)],
             prompts=prompts,
             labels=[None] * 12,
         )
-        peak = counting.peak
-        local = asyncio.run(RubricReward(rubric, judge=spec, cache=None).score(prompts, replies))
+        one = reward.compute_score("chat", replies[0], None, {"prompt": prompts[0]})
+        peak = ranked.peak
+        local = asyncio.run(
+            RubricReward(rubric, judge=spec, cache=None, ranking="group").score(prompts, replies)
+        )
         figures = ray.get(find_budget(spec, 2, None).figures.remote())
     expected = [outcome.reward for outcome in local]
-    assert batch == expected and one == expected[0]
+    assert expected == [0.0, 0.5, 1.0] * 4  # longer is better, in each group
+    assert batch == expected
+    assert calls == 4  # one judge call per group: each group went whole to one actor
     assert list(openrlhf["rewards"]) == expected == list(openrlhf["scores"])
     assert list(openrlhf["extra_logs"]["rubricflow/incomplete"]) == [0.0] * 12
+    assert one == 0.5  # verl's per-sample call: a group of one
     assert peak <= 2 and figures["peak"] <= 2  # the cluster-wide budget
-
-
-def test_a_ray_reward_ranks_each_group_with_one_call(ray_cluster: str, tmp_path: Path) -> None:
-    from rubricflow.rewards import ray_reward
-
-    rubric = _rubric(tmp_path)
-    prompts = ["Capital of France?"] * 3 + ["Of Italy?"] * 3 + ["Of Spain?"] * 2
-    replies = ["Paris", "Paris, on the Seine", "P", "Rome", "Rome!", "R", "Madrid", "Madrid"]
-    with ScriptedServer(_longer_is_better) as judge:
-        spec = f"openai:scripted@{judge.url}/v1"
-        reward = ray_reward(rubric, judge=spec, actors=1, ranking="group")
-        rewards = reward.compute_score(
-            data_sources=["chat"] * 8,
-            solution_strs=replies,
-            ground_truths=[None] * 8,
-            extra_infos=[{"prompt": p} for p in prompts],
-        )
-    assert rewards == [0.5, 1.0, 0.0, 0.5, 1.0, 0.0, 0.5, 0.5]
-    assert len(judge.requests) == 3  # one call per group
 
 
 def test_a_ray_reward_needs_its_judge_as_a_spec() -> None:
