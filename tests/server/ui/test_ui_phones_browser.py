@@ -14,6 +14,8 @@ import pytest
 from review.conftest import run_blocking
 
 from rubricflow.application import Application
+from rubricflow.records.artifacts import ReviewPolicy
+from rubricflow.store.artifact_models import ArtifactType, RubricBinding
 
 from .conftest import WAIT_MS, Dashboard, Tab, sign_in
 from .seed import RUBRIC, Seeded, seed
@@ -23,6 +25,7 @@ from .test_ui_workbench_browser import serious_violations
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1440, "height": 900}
 UNBROKEN = "x" * 400  # one long word: a token, a URL, a hash
+PAIR = "phone-pair"
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +58,28 @@ def history(sqlite_dashboard: Dashboard) -> Iterator[tuple[Seeded, dict[str, str
                 reason="fixed",
             )
 
+    async def split() -> None:
+        """A type two people decide: one round they agreed on, one open split."""
+        async with await Application.open(dashboard.db_url) as app:
+            await app.artifacts.set_type(
+                ArtifactType(
+                    name=PAIR,
+                    rubrics=(RubricBinding(rubric_id=RUBRIC),),
+                    requires_approval=True,
+                    review_policy=ReviewPolicy(reviewers=2),
+                )
+            )
+            for title, second in (("Agreed on", "approve"), ("Split on", "reject")):
+                outcome = await app.create_and_submit(
+                    PAIR, {"text": "a fine long post"}, actor="bob", title=title
+                )
+                artifact_id = outcome.artifact.id
+                await app.artifacts.approve(artifact_id, actor="dave", reason="good " + UNBROKEN)
+                decide = getattr(app.artifacts, second)
+                await decide(artifact_id, actor="erin", reason="my call")
+
     run_blocking(revise())
+    run_blocking(split())
     yield seeded, made
 
 
@@ -76,6 +100,7 @@ def pages(seeded: Seeded, made: dict[str, str]) -> list[str]:
         "/ui/agreement",
         f"/ui/agreement?rubric={RUBRIC}",
         "/ui/reviewers",
+        f"/ui/reviewers?type={PAIR}",
         "/ui/artifacts/no-such-artifact",
     ]
 
@@ -117,11 +142,16 @@ def test_no_page_scrolls_sideways_at_390_px(
         box = card.bounding_box()
         assert box is not None and box["width"] <= PHONE["width"]
         # charts keep their labels legible: at least 10 px on screen
-        page.goto(f"{dashboard.url}/ui/rubrics/{RUBRIC}")
-        sizes = page.eval_on_selector_all(
-            "figure svg text", "els => els.map(e => e.getBoundingClientRect().height)"
-        )
-        assert sizes and min(sizes) >= 10, sizes
+        for path in (f"/ui/rubrics/{RUBRIC}", f"/ui/reviewers?type={PAIR}"):
+            page.goto(f"{dashboard.url}{path}")
+            sizes = page.eval_on_selector_all(
+                "figure svg text", "els => els.map(e => e.getBoundingClientRect().height)"
+            )
+            assert sizes and min(sizes) >= 10, (path, sizes)
+        # the reviewers' screen has its open split to resolve, and its charts
+        assert page.locator("li.split.open").count() == 1
+        assert page.locator("li.split.open form.resolve-form").count() == 1
+        assert page.locator("svg#reviewer-agreement").count() == 1
     finally:
         phone.close()
 
@@ -132,7 +162,7 @@ def test_axe_finds_nothing_serious_on_the_new_screens(
     dashboard = sqlite_dashboard
     _, made = history
     paths = [
-        "/ui/reviewers",
+        f"/ui/reviewers?type={PAIR}",  # an open split to resolve, agreement charts
         f"/ui/artifacts/{made['markdown']}",
         f"/ui/artifacts/{made['conversation']}",
         f"/ui/rubrics/{RUBRIC}",  # its charts scroll inside their figures on a phone
