@@ -261,6 +261,9 @@ class ProviderRequest:
     temperature: float | None = 0.0
     images: tuple[ImagePart, ...] = ()
     """Images sent with the first user message, in the provider's own wire format."""
+    sample: int = 0
+    """Which of a question's samples this is: equal requests of different samples are
+    different calls (a batch line each), not one."""
 
     @property
     def system(self) -> str:

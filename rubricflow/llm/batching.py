@@ -78,9 +78,11 @@ DEFAULT_POLL = 30.0
 POLL_FAILURES = 5
 
 
-def _custom_id(identity: str, payload: Mapping[str, Any]) -> str:
-    """The line's id: the request itself, hashed (Anthropic allows [a-zA-Z0-9_-]{1,64})."""
-    text = json.dumps([identity, payload], sort_keys=True, ensure_ascii=False, default=str)
+def _custom_id(identity: str, payload: Mapping[str, Any], sample: int = 0) -> str:
+    """The line's id: the request itself and which sample of it this is, hashed (Anthropic
+    allows [a-zA-Z0-9_-]{1,64}); a question's n samples are n lines."""
+    parts: list[Any] = [identity, payload] + ([sample] if sample else [])
+    text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
     return "rf-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:48]
 
 
@@ -245,7 +247,7 @@ class BatchProvider(LLMProvider):
     async def _send(self, request: ProviderRequest, timeout: float) -> ProviderResponse:
         state = self.loop_state()
         payload = self.inner.payload(request)  # type: ignore[attr-defined]
-        custom_id = _custom_id(self.inner.identity, payload)
+        custom_id = _custom_id(self.inner.identity, payload, request.sample)
         sent_in = self.ledger.batch_of(self.endpoint, custom_id)
         if sent_in is not None:
             future = self._watch(state.extra, sent_in).waiters.get(custom_id)

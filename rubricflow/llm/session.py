@@ -448,6 +448,7 @@ class LLMSession:
                 max_tokens=max_tokens,
                 temperature=temperature,
                 images=question.images,
+                sample=question.sample,
             )
             sent = await self._paid_transport(
                 provider, request, question, prompt_hash, answer, attempt, deadline

@@ -221,3 +221,31 @@ def test_eval_batch_costs_the_batch_price_in_the_ledger(
         app, ["eval", *files, "--no-cache", "--llm", f"ollama:m@{server.url}", "--batch"]
     )
     assert refused.exit_code == 2 and "no batch API" in refused.output
+
+
+def test_self_consistency_samples_are_a_line_each(server: ScriptedServer, tmp_path: Path) -> None:
+    """Three samples of one question (same prompt, same temperature) are three batch lines
+    and three answers, as they are three calls paid for."""
+    said = iter(["MET", "MET", "UNMET"])
+
+    def answer(body: dict[str, Any]) -> dict[str, Any]:
+        return dict(openai_reply({"reasoning": "read it", "verdict": next(said)}).body)
+
+    backend = BatchBackend(answer)
+    server.responder = backend
+
+    async def go() -> Any:
+        async with session_for(server) as session:
+            use_batch_api(session, poll=0.01, ledger=BatchLedger(tmp_path / "b.json"))
+            return await evaluate(
+                rubric(CRITERIA[0]),
+                {"id": "t", "content": "hello"},
+                options={"llm": session, "samples": 3},
+            )
+
+    result = asyncio.run(go()).criteria[0]
+    assert len(backend.batches) == 1
+    assert len(next(iter(backend.batches.values())).lines) == 3
+    assert len(result.llm_calls) == 3
+    assert result.verdict == "MET"
+    assert result.confidence == pytest.approx(2 / 3)  # three answers: two agree
