@@ -1,8 +1,9 @@
 """Several reviewers on the workbench (issue 29, item 5) over HTTP against a real
 `rubricflow serve` on SQLite and PostgreSQL: a second reviewer does not see the first
 one's decision until they have decided; a split is listed (blind to those who did not
-vote) and resolved from the reviewers' screen; the screen shows agreement between reviewers and the judge's
-reliability per criterion with intervals; the API's /v1/types/{name}/disagreements."""
+vote) and resolved from the reviewers' screen; the screen shows agreement between
+reviewers and the judge's reliability per criterion with intervals; the API's
+/v1/types/{name}/disagreements."""
 
 from __future__ import annotations
 
