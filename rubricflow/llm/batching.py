@@ -33,12 +33,17 @@ import os
 import tempfile
 import threading
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 import httpx
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: one process's lock only
+    fcntl = None  # type: ignore[assignment]
 
 from rubricflow.errors import ConfigurationError
 from rubricflow.llm.base import (
@@ -88,55 +93,69 @@ def _custom_id(identity: str, payload: Mapping[str, Any], sample: int = 0) -> st
 
 class BatchLedger:
     """custom_id -> (provider endpoint, batch id) of every batch sent and not yet read, in a
-    JSON file rewritten whole (atomically) on each change."""
+    JSON file rewritten whole (atomically) on each change.
+
+    The file is read once, into memory, where a call's lookup finds it. A change is made
+    under an exclusive lock on `<file>.lock` (fcntl.flock, where the platform has it): the
+    file is read again, the change merged in and the file written, so two processes that
+    send batches at once keep each other's entries."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        #: the file as last read, by its (mtime, size): a call's lookup reads it once
-        self._seen: tuple[tuple[int, int], dict[str, list[str]]] | None = None
+        self._data: dict[str, list[str]] | None = None
 
-    def _load(self) -> dict[str, list[str]]:
+    def _read(self) -> dict[str, list[str]]:
         try:
-            stat = self.path.stat()
-            version = (stat.st_mtime_ns, stat.st_size)
-            if self._seen is not None and self._seen[0] == version:
-                return self._seen[1]  # shared: callers that change it copy it first
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
-        if not isinstance(data, dict):
-            return {}
-        self._seen = (version, data)
-        return data
+        return data if isinstance(data, dict) else {}
 
     def _save(self, data: dict[str, list[str]]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         handle, name = tempfile.mkstemp(dir=self.path.parent, prefix=".batches-")
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             json.dump(data, out)
         os.replace(name, self.path)
 
+    @contextlib.contextmanager
+    def _locked_file(self) -> Iterator[None]:
+        """This process's lock, and every process's: an exclusive flock on the lock file."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock, open(self.path.with_name(self.path.name + ".lock"), "a") as lock:
+            if fcntl is not None:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            yield  # closing the file releases the flock
+
+    def _change(self, change: Callable[[dict[str, list[str]]], None]) -> None:
+        with self._locked_file():
+            data = self._read()
+            change(data)
+            self._save(data)
+            self._data = data
+
     def batch_of(self, endpoint: str, custom_id: str) -> str | None:
         with self._lock:
-            found = self._load().get(custom_id)
+            if self._data is None:
+                self._data = self._read()
+            found = self._data.get(custom_id)
         if isinstance(found, list) and len(found) == 2 and found[0] == endpoint:
             return str(found[1])
         return None
 
     def record(self, endpoint: str, batch_id: str, custom_ids: list[str]) -> None:
-        with self._lock:
-            data = dict(self._load())
+        def add(data: dict[str, list[str]]) -> None:
             for custom_id in custom_ids:
                 data[custom_id] = [endpoint, batch_id]
-            self._save(data)
+
+        self._change(add)
 
     def forget(self, custom_ids: list[str]) -> None:
-        with self._lock:
-            data = dict(self._load())
+        def drop(data: dict[str, list[str]]) -> None:
             for custom_id in custom_ids:
                 data.pop(custom_id, None)
-            self._save(data)
+
+        self._change(drop)
 
 
 def default_ledger() -> BatchLedger:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -249,3 +251,48 @@ def test_self_consistency_samples_are_a_line_each(server: ScriptedServer, tmp_pa
     assert len(result.llm_calls) == 3
     assert result.verdict == "MET"
     assert result.confidence == pytest.approx(2 / 3)  # three answers: two agree
+
+
+_RECORDER = """
+import sys
+from pathlib import Path
+from rubricflow.llm.batching import BatchLedger
+
+ledger = BatchLedger(Path(sys.argv[1]))
+ledger.batch_of("e", "warm")  # read once, as a run does on its first call
+sys.stdin.readline()  # both processes start recording together
+for n in range(150):
+    ledger.record("e", sys.argv[2], [f"{sys.argv[2]}-{n}"])
+"""
+
+
+def test_two_processes_recording_batches_keep_both(tmp_path: Path) -> None:
+    path = tmp_path / "judge-batches.json"
+    recorders = [
+        subprocess.Popen(
+            [sys.executable, "-c", _RECORDER, str(path), name],
+            stdin=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("a", "b")
+    ]
+    for recorder in recorders:
+        assert recorder.stdin is not None
+        recorder.stdin.write("go\n")
+        recorder.stdin.flush()
+    assert [recorder.wait(timeout=120) for recorder in recorders] == [0, 0]
+    fresh = BatchLedger(path)
+    for name in ("a", "b"):
+        for n in range(150):
+            assert fresh.batch_of("e", f"{name}-{n}") == name, (name, n)
+
+
+def test_two_ledgers_on_one_file_keep_both_batches(tmp_path: Path) -> None:
+    path = tmp_path / "judge-batches.json"
+    first, second = BatchLedger(path), BatchLedger(path)
+    assert first.batch_of("e", "x") is None and second.batch_of("e", "y") is None
+    first.record("e", "batch-1", ["x"])
+    second.record("e", "batch-2", ["y"])
+    first.forget(["nothing"])
+    fresh = BatchLedger(path)
+    assert (fresh.batch_of("e", "x"), fresh.batch_of("e", "y")) == ("batch-1", "batch-2")
