@@ -6,6 +6,7 @@ budget cannot together pass it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
@@ -32,6 +33,18 @@ _SPENT = sa.text("SELECT spent FROM judge_spend_daily WHERE artifact_type = :t A
 
 def utc_day(now: datetime | None = None) -> str:
     return (now or datetime.now(timezone.utc)).astimezone(timezone.utc).date().isoformat()
+
+
+class _Reservation(float):
+    """An amount reserved, and the UTC day it was reserved from (settled against that day,
+    however much later the call ends: a batched call may end on the next day)."""
+
+    day: str
+
+    def __new__(cls, amount: float, day: str) -> _Reservation:
+        made = super().__new__(cls, amount)
+        made.day = day
+        return made
 
 
 class DailySpend:
@@ -69,9 +82,11 @@ class DailyBudget(CostBudget):
         artifact_type: str,
         limit: float,
         inner: CostBudget | None = None,
+        now: Callable[[], datetime] | None = None,
     ) -> None:
         super().__init__(limit, f"type {artifact_type!r}'s daily budget")
         self.store = spend
+        self.now = now or (lambda: datetime.now(timezone.utc))
         self.artifact_type = artifact_type
         self.inner = inner
         self._refused_by: CostBudget = self
@@ -81,16 +96,18 @@ class DailyBudget(CostBudget):
         if self.inner is not None and not await self.inner.reserve_amount(expected):
             self._refused_by = self.inner
             return None
-        if not await self.store.reserve(self.artifact_type, utc_day(), expected, self.limit):
+        day = utc_day(self.now())
+        if not await self.store.reserve(self.artifact_type, day, expected, self.limit):
             if self.inner is not None:
                 await self.inner.settle(expected, 0.0, None)
             self._refused_by, self.refused = self, self.refused + 1
             return None
-        return expected
+        return _Reservation(expected, day)
 
     async def settle(self, reserved: float, cost: float, output_tokens: int | None) -> None:
-        """The call's real cost replaces its reservation (on the day it settles)."""
-        await self.store.settle(self.artifact_type, utc_day(), cost - reserved)
+        """The call's real cost replaces its reservation, on the day it was reserved."""
+        day = reserved.day if isinstance(reserved, _Reservation) else utc_day(self.now())
+        await self.store.settle(self.artifact_type, day, cost - reserved)
         if self.inner is not None:
             await self.inner.settle(reserved, cost, output_tokens)
         async with self._lock:
@@ -103,5 +120,5 @@ class DailyBudget(CostBudget):
             return self._refused_by.refusal()
         return (
             f"{BUDGET_REASON}: the judge call would pass {self.label} of {self.limit:g} "
-            f"for {utc_day()} (UTC); raise it, or wait for the next day"
+            f"for {utc_day(self.now())} (UTC); raise it, or wait for the next day"
         )

@@ -113,3 +113,23 @@ async def test_a_daily_budget_is_reserved_atomically(store: Store) -> None:
     assert not await spend.reserve("blog", "2026-11-28", 0.01, 10.0)
     assert await spend.reserve("blog", "2026-11-29", 10.0, 10.0)  # a new day
     assert await spend.reserve("news", "2026-11-28", 1.0, 10.0)  # another type
+
+
+async def test_a_call_settles_on_the_day_it_was_reserved(store: Store) -> None:
+    """A batched call reserved late on one UTC day and ended on the next corrects the day
+    it was reserved from; the next day is not charged a negative amount."""
+    from datetime import datetime, timezone
+
+    from rubricflow.llm.base import Price
+    from rubricflow.store.spend import DailyBudget, DailySpend
+
+    clock = [datetime(2026, 11, 28, 23, 59, tzinfo=timezone.utc)]
+    spend = DailySpend(store.database)
+    budget = DailyBudget(spend, "blog", 10.0, now=lambda: clock[0])
+    reserved = await budget.reserve(Price(1000.0, 1000.0), 1, 100)
+    assert reserved is not None and reserved > 0
+    assert await spend.spent("blog", "2026-11-28") == pytest.approx(reserved)
+    clock[0] = datetime(2026, 11, 29, 6, 0, tzinfo=timezone.utc)  # the batch ends
+    await budget.settle(reserved, 0.25, 10)
+    assert await spend.spent("blog", "2026-11-28") == pytest.approx(0.25)
+    assert await spend.spent("blog", "2026-11-29") == 0.0
