@@ -54,8 +54,7 @@ def local_cluster(nodes: int = 2, cpus_per_node: int = 2) -> Iterator[str]:
     finally:
         if ray.is_initialized():
             ray.shutdown()
-        for process in reversed(started):
-            _stop(process)
+        _stop_all(list(reversed(started)))
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
@@ -79,13 +78,20 @@ def _start(args: list[str]) -> subprocess.Popen[bytes]:
     )
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=30)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
+def _stop_all(processes: list[subprocess.Popen[bytes]], within: float = 8.0) -> None:
+    """SIGTERM every node's process group at once, then SIGKILL what is left after
+    `within` seconds (a throwaway cluster: `ray start --block` can take 30 s to leave)."""
+    for process in processes:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
+            os.killpg(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + within
+    for process in processes:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # the group's raylet and workers too
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=5)
 
 
 def _join(address: str, within: float = 60.0) -> None:
