@@ -424,3 +424,20 @@ def test_a_batch_goes_to_the_actors_whole_groups_at_a_time() -> None:
     assert _parts(spans, 2) == [(0, 6), (6, 8)]  # never a group cut in two
     assert _parts(spans, 3) == [(0, 3), (3, 6), (6, 8)]
     assert _parts(_groups(list("abcdef")), 4) == [(0, 2), (2, 4), (4, 6)]
+
+
+def test_a_cluster_that_cannot_finish_is_an_error_naming_the_fix() -> None:
+    from rubricflow.errors import PluginError, RubricflowError
+    from rubricflow.ray.driver import RayRunError, _run_error
+
+    lost = _run_error(RuntimeError("Failed to connect to GCS at 127.0.0.1:6379\nmore"))
+    assert isinstance(lost, RayRunError) and isinstance(lost, RubricflowError)
+    assert "RuntimeError: Failed to connect to GCS" in str(lost) and "more" not in str(lost)
+    assert "continue with --resume" in str(lost) and "ray status" in str(lost)
+
+    class ActorDied(Exception):  # what Ray raises, with the worker's error as its cause
+        cause = PluginError("a Ray worker on node-2 lacks plugins the rubric needs")
+
+    assert isinstance(_run_error(ActorDied("died")), PluginError)  # the worker's own words
+    interrupt = KeyboardInterrupt()
+    assert _run_error(interrupt) is interrupt
