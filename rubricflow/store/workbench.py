@@ -69,6 +69,8 @@ class Claim:
     claimed_at: datetime
     expires_at: datetime
     mine: bool
+    #: the artifact's title (listed with others' claims; None when it has none)
+    title: str | None = None
 
 
 @dataclass(frozen=True)
@@ -219,7 +221,13 @@ class Workbench:
                 if types
                 else sa.false()
             )
-        query = sa.select(_claims).where(*where).order_by(k.expires_at, k.artifact_id).limit(limit)
+        query = (
+            sa.select(_claims, a.title)
+            .join(_artifacts, a.id == k.artifact_id)
+            .where(*where)
+            .order_by(k.expires_at, k.artifact_id)
+            .limit(limit)
+        )
         async with self.database.read() as connection:
             rows = (await connection.execute(query)).all()
         return [
@@ -229,6 +237,7 @@ class Workbench:
                 as_utc(row.claimed_at),
                 as_utc(row.expires_at),
                 mine=False,
+                title=row.title,
             )
             for row in rows
         ]
