@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime, time, timedelta, timezone
 from typing import Any, NamedTuple
 
 from rubricflow.engine.executor import evaluate
@@ -23,7 +23,7 @@ from rubricflow.llm.budget import BUDGET_REASON, CostBudget, capped_session
 from rubricflow.llm.session import LLMSession
 from rubricflow.model import Rubric
 from rubricflow.records.artifacts import ReviewOutcome
-from rubricflow.results import Evaluation, Target
+from rubricflow.results import CriterionResult, Evaluation, Target
 from rubricflow.review.claims import ReviewClaims, dead_letter_reason
 from rubricflow.review.context import (
     MAX_RETRY_DELAY_SECONDS,
@@ -62,6 +62,11 @@ class Planned(NamedTuple):
     binding: RubricBinding
     rubric: Rubric
     reused: Evaluation | None
+
+
+#: in a criterion's notes when the type's daily budget refused its judge call
+#: (`DailyBudget.refusal`: "... would pass type 'T''s daily budget of N for DAY (UTC) ...")
+DAILY_BUDGET_MARK = "'s daily budget of "
 
 
 def _budget_of(artifact_type: ArtifactType, database: Any) -> CostBudget:
@@ -264,6 +269,34 @@ class Reviewer:
         )
         try:
             written, _ = await context.commit(artifact, change)
+        except ArtifactConflictError:
+            raise await self._overtaken(artifact, change.trigger) from None
+        return written
+
+    async def _wait_for_budget(
+        self, artifact: Artifact, names: str, evaluation_ids: Sequence[str]
+    ) -> Artifact:
+        """A review stopped only by its type's daily judge budget: back to the queue until
+        the budget resets (the next UTC midnight), not counted as a failure; retrying it
+        sooner could only fail again, and dead-letter it."""
+        today = utcnow().date()
+        resets = datetime.combine(today + timedelta(days=1), time.min, tzinfo=timezone.utc)
+        reason = (
+            f"review waiting for the judge budget: the type's daily budget for {today} (UTC) "
+            f"is spent before {names} could be judged; it will be retried after it resets at "
+            f"{resets.isoformat()}"
+        )
+        change = self._context.change(
+            artifact,
+            "abort_review",
+            actor=SYSTEM_ACTOR,
+            reason=reason,
+            evaluation_ids=evaluation_ids,
+            by_review=True,
+            queued_at=resets,
+        )
+        try:
+            written, _ = await self._context.commit(artifact, change)
         except ArtifactConflictError:
             raise await self._overtaken(artifact, change.trigger) from None
         return written
@@ -489,7 +522,8 @@ class Reviewer:
 
         An incomplete review is released to be retried (dead-lettered after its retries),
         unless only the judge budget stopped it and the type routes: then it waits for a
-        person (`over_budget_routing`)."""
+        person (`over_budget_routing`); or only the type's daily budget stopped it: then
+        it waits for the next UTC day, not counted as a failure (`_wait_for_budget`)."""
         over_budget = over_budget_routing(artifact_type, results)
         if over_budget is None and any(e.verdict == "incomplete" for _, e in results):
             stored = {id(e): await self._save(e, artifact) for e in unsaved}
@@ -497,6 +531,9 @@ class Reviewer:
             evaluations = [evaluation for _, evaluation in results]
             incomplete = [e for e in evaluations if e.verdict == "incomplete"]
             names = ", ".join(f"{e.rubric_id}@{e.rubric_version}" for e in incomplete)
+            if stopped_by_daily_budget(results):
+                released = await self._wait_for_budget(artifact, names, [e.id for e in incomplete])
+                return ReviewOutcome(released, evaluations, reason=released.last_reason)
             reason = (
                 f"review incomplete: {names} could not score every criterion "
                 "(see the evaluation's notes)"
@@ -570,15 +607,11 @@ async def stop_evaluating(evaluating: Evaluating) -> None:
         await evaluating
 
 
-def over_budget_routing(
-    artifact_type: ArtifactType, results: list[tuple[RubricBinding, Evaluation]]
-) -> str | None:
-    """The routing reason when the review is incomplete only because the judge budget ran
-    out (every unscored criterion unable_to_evaluate with the reason "budget") and the
-    type routes to people (`ReviewPolicy.routes`); else None (the review is released and
-    retried, then dead-lettered)."""
-    if not artifact_type.review_policy.routes:
-        return None
+def _unscored_for_budget(
+    results: list[tuple[RubricBinding, Evaluation]],
+) -> list[tuple[Evaluation, CriterionResult]] | None:
+    """The unscored criteria of the incomplete evaluations when the judge budget alone
+    left them unscored (each unable_to_evaluate with the reason "budget"); else None."""
     unscored = [
         (e, r)
         for _, e in results
@@ -590,6 +623,28 @@ def over_budget_routing(
         r.status != "unable_to_evaluate" or not (r.notes or "").startswith(BUDGET_REASON)
         for _, r in unscored
     ):
+        return None
+    return unscored
+
+
+def stopped_by_daily_budget(results: list[tuple[RubricBinding, Evaluation]]) -> bool:
+    """Whether the review is incomplete only because its type's daily judge budget ran out
+    (not a per-artifact cap, which a retry would meet again)."""
+    unscored = _unscored_for_budget(results)
+    return unscored is not None and all(DAILY_BUDGET_MARK in (r.notes or "") for _, r in unscored)
+
+
+def over_budget_routing(
+    artifact_type: ArtifactType, results: list[tuple[RubricBinding, Evaluation]]
+) -> str | None:
+    """The routing reason when the review is incomplete only because the judge budget ran
+    out (every unscored criterion unable_to_evaluate with the reason "budget") and the
+    type routes to people (`ReviewPolicy.routes`); else None (the review is released and
+    retried, then dead-lettered; or, stopped by the daily budget, retried the next day)."""
+    if not artifact_type.review_policy.routes:
+        return None
+    unscored = _unscored_for_budget(results)
+    if unscored is None:
         return None
     names = sorted({f"{e.rubric_id}@{e.rubric_version}" for e, _ in unscored})
     return (

@@ -6,6 +6,7 @@ output tokens at 0.01 each, 0.2 a call); on both backends."""
 
 from __future__ import annotations
 
+from datetime import datetime, time, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,39 @@ async def test_an_over_budget_review_is_dead_lettered_after_its_retries(store: S
             assert final.status == "dead_lettered", final
             assert "review incomplete" in (final.last_reason or "")
             assert len(server.requests) == 4  # two calls under the cap, each try
+
+
+async def test_a_review_stopped_by_the_daily_budget_waits_for_the_next_day(
+    store: Store,
+) -> None:
+    """A type that does not route: a review the daily budget alone stopped goes back to
+    the queue until the next UTC midnight, not counted as a failure, so it is neither
+    retried today nor dead-lettered."""
+    with ScriptedServer(met) as server:
+        async with ArtifactRegistry(
+            store, evaluate_options=options(server), max_failures=2, retry_delay_seconds=0
+        ) as registry:
+            await define(registry, "reply", judged("a"), daily_budget=0.5)
+            artifact = await registry.create("reply", "An answer.", actor="bot")
+            before = datetime.now(timezone.utc)
+            outcome = await registry.submit_for_review(artifact.id, actor="bot")
+            assert len(server.requests) == 2  # the third call would pass 0.5
+            waiting = outcome.artifact
+            assert waiting.status == "pending_review" and waiting.failures == 0, waiting
+            midnight = datetime.combine(
+                before.date() + timedelta(days=1), time.min, tzinfo=timezone.utc
+            )
+            assert waiting.queued_at is not None
+            assert waiting.queued_at.astimezone(timezone.utc) in (
+                midnight,
+                midnight + timedelta(days=1),  # the test ran across midnight
+            )
+            assert "daily budget" in (outcome.reason or "") and "reset" in (outcome.reason or "")
+            stats = await Worker(registry, poll_interval=0.05).run(once=True)
+            assert stats.reviewed == 0  # not before the budget resets
+            final = await registry.get(artifact.id)
+            assert (final.status, final.failures) == ("pending_review", 0), final
+        assert len(server.requests) == 2
 
 
 async def test_a_panel_s_judges_spend_under_the_per_artifact_cap(store: Store) -> None:
