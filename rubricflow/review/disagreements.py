@@ -179,9 +179,8 @@ async def reviewer_disagreements(
     repository = registry.repository
     ids = await repository.with_trigger(VOTE, type_names=type_names, limit=scan)
     found: list[ReviewerDisagreement] = []
-    for artifact_id in ids:
-        artifact = await repository.get(artifact_id)
-        found.extend(rounds_of(await repository.history(artifact_id), artifact))
+    for artifact, history in await repository.with_histories(ids):
+        found.extend(rounds_of(history, artifact))
 
     def when(item: ReviewerDisagreement) -> str:
         moment = item.resolved_at or (item.votes[-1].at if item.votes else None)

@@ -312,7 +312,11 @@ class ArtifactEventRow(SQLModel, table=True):
     """The append-only audit trail: one row per transition, with what caused it."""
 
     __tablename__ = "artifact_events"
-    __table_args__ = (sa.UniqueConstraint("artifact_id", "seq", name="uq_artifact_events_seq"),)
+    __table_args__ = (
+        sa.UniqueConstraint("artifact_id", "seq", name="uq_artifact_events_seq"),
+        # the artifacts with a given event (the reviewers' votes), without a full scan
+        sa.Index("ix_artifact_events_trigger", "trigger", "artifact_id", "created_at"),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     artifact_id: str = Field(
