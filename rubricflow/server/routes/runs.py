@@ -174,4 +174,6 @@ async def judge_spend(
     until: datetime | None = Query(default=None, description="Exclusive"),
 ) -> SpendList:
     rows = await application.judge_spend(by, since=since, until=until)
+    if by == "type":  # a token restricted to some types sees only theirs
+        rows = [row for row in rows if row.key is None or principal.allows_type(row.key)]
     return SpendList(by=by, spend=[SpendOut.model_validate(asdict(row)) for row in rows])

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import httpx
+import pytest
 from review.conftest import run_blocking
 
 from rubricflow import parse_rubric
@@ -14,6 +15,7 @@ from rubricflow.application import Application
 from rubricflow.engine.executor import evaluate
 from rubricflow.results import LLMCall
 from rubricflow.store.evaluations import StoredEvaluation
+from server.conftest import issue_token
 
 from .conftest import POST_TYPE, Dashboard
 from .test_ui_reviewers import signed_in
@@ -54,10 +56,15 @@ def seed(dashboard: Dashboard) -> None:
     run_blocking(work())
 
 
-def test_spend_by_type_and_day_in_the_api_and_on_the_runs_page(
-    sqlite_dashboard: Dashboard,
-) -> None:
+@pytest.fixture(scope="module")
+def seeded(sqlite_dashboard: Dashboard) -> Dashboard:
+    """The module's dashboard, seeded once (its tests count the seeded spend)."""
     seed(sqlite_dashboard)
+    return sqlite_dashboard
+
+
+def test_spend_by_type_and_day_in_the_api_and_on_the_runs_page(seeded: Dashboard) -> None:
+    sqlite_dashboard = seeded
     today = datetime.now(timezone.utc).date().isoformat()
     with httpx.Client(base_url=sqlite_dashboard.url, timeout=30) as client:
         bob = {"authorization": f"Bearer {sqlite_dashboard.tokens['bob']}"}
@@ -86,3 +93,20 @@ def test_spend_by_type_and_day_in_the_api_and_on_the_runs_page(
     assert "Judge spend" in page and "By artifact type" in page and "By day (UTC)" in page
     assert f'<th scope="row">{SPEND_TYPE}</th><td>2</td>' in page
     assert f'<th scope="row">{today}</th>' in page
+
+
+def test_a_reviewer_restricted_to_some_types_sees_only_their_spend(seeded: Dashboard) -> None:
+    sqlite_dashboard = seeded
+    dora = issue_token(sqlite_dashboard.db_url, "reviewer", name="dora", types=(POST_TYPE,))
+    sqlite_dashboard.tokens["dora"] = dora
+    with httpx.Client(base_url=sqlite_dashboard.url, timeout=30) as client:
+        headers = {"authorization": f"Bearer {dora}"}
+        by_type = client.get("/v1/judge-spend", params={"by": "type"}, headers=headers).json()
+        keys = {row["key"] for row in by_type["spend"]}
+        assert SPEND_TYPE not in keys and None in keys  # her types, and no type's
+        alice = {"authorization": f"Bearer {sqlite_dashboard.tokens['alice']}"}
+        every = client.get("/v1/judge-spend", params={"by": "type"}, headers=alice).json()
+        assert SPEND_TYPE in {row["key"] for row in every["spend"]}
+    with signed_in(sqlite_dashboard, "dora") as browser:
+        page = browser.get("/ui/runs").text
+    assert "By artifact type" in page and SPEND_TYPE not in page
