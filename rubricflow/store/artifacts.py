@@ -261,6 +261,8 @@ class ArtifactTransaction:
                 # given, not left to the column's default: a Python-side default would
                 # send every insert down SQLAlchemy's slow path (docs/store.md)
                 "failures": 0,
+                "review_score": NO_SCORE,
+                "review_margin": NO_SCORE,
             },
         )
         stored, digest = await self._insert_revision(

@@ -111,7 +111,7 @@ def test_a_conversation_is_reviewed_turn_by_turn(bot: httpx.Client) -> None:
         c for c in evaluation["criteria"] if c["criterion_id"] == "no_refunds_promised"
     )
     said = " ".join(criterion["evidence"])
-    assert "assistant turn 3 (message 5) failed" in said, said
+    assert "assistant turn 2 (message 5) failed" in said, said
     # the content is stored as it was sent (OpenAI's shape), not rewritten
     shown = bot.get(f"/v1/artifacts/{artifact_id}").json()
     assert shown["content"][1]["tool_calls"][0]["function"]["name"] == "lookup_order"
