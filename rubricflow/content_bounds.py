@@ -153,7 +153,9 @@ def _scalar_bytes(item: Any) -> int:
         return 5
     if isinstance(item, int):  # without str(): a huge int refuses to become text
         return int(abs(item).bit_length() * math.log10(2)) + 2
-    return 24  # a float's longest repr; anything else check_json refuses
+    if isinstance(item, float):
+        return len(repr(item))  # what JSON writes (at most 24 characters)
+    return 24  # anything else check_json refuses
 
 
 def _path(link: _Link) -> str:
