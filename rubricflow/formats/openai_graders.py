@@ -172,16 +172,7 @@ def _python(
             "config": {"source": source},
         },
     }
-    threshold = reader.number(grader, "pass_threshold", path)
-    if threshold is None:
-        criterion["required"] = False
-        reader.warn(
-            f"{path}.pass_threshold", "no pass_threshold: the grader scores and does not gate"
-        )
-    elif not 0 <= threshold <= 1:
-        reader.problem(f"{path}.pass_threshold", "must be within 0..1 (a grader's score)")
-    else:
-        criterion["min_score"] = threshold
+    _gate_by_threshold(reader, grader, path, criterion, "a grader's score")
     return criterion
 
 
@@ -417,6 +408,19 @@ def _multi(
             "config": {"graders": graders, "calculate_output": formula},
         },
     }
+    _gate_by_threshold(reader, grader, path, criterion, "a criterion's score")
+    return criterion
+
+
+def _gate_by_threshold(
+    reader: SourceReader,
+    grader: Mapping[str, Any],
+    path: str,
+    criterion: dict[str, Any],
+    scored: str,
+) -> None:
+    """A grader's `pass_threshold` as the criterion's `min_score`; without one the
+    criterion scores and does not gate (said as a warning)."""
     threshold = reader.number(grader, "pass_threshold", path)
     if threshold is None:
         criterion["required"] = False
@@ -424,7 +428,6 @@ def _multi(
             f"{path}.pass_threshold", "no pass_threshold: the grader scores and does not gate"
         )
     elif not 0 <= threshold <= 1:
-        reader.problem(f"{path}.pass_threshold", "must be within 0..1 (a criterion's score)")
+        reader.problem(f"{path}.pass_threshold", f"must be within 0..1 ({scored})")
     else:
         criterion["min_score"] = threshold
-    return criterion

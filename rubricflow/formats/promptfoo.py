@@ -287,15 +287,7 @@ def _add_entry(
     if criterion is None:
         return
     criterion["required"] = gated and criterion.get("required", True)
-    weight = criterion.pop("weight", 1.0)
-    if grouped:  # each plain assertion is a group of one, weighing what it weighs
-        group = _unique(built, f"a{len(built.groups) + 1}")
-        built.path_map[f"groups[{len(built.groups)}]"] = where
-        built.groups.append({"id": group, "name": criterion["name"], "weight": weight})
-        criterion["group"] = group
-    else:
-        criterion["weight"] = weight
-    _append(built, criterion, where, assertion)
+    _place(built, criterion, where, assertion, criterion.pop("weight", 1.0), grouped=grouped)
 
 
 def _add_trajectory(
@@ -315,14 +307,28 @@ def _add_trajectory(
     for criterion in trajectory_criteria(reader, assertion, where, number):
         criterion["name"] = str(assertion.get("metric") or assertion.get("type"))
         criterion["required"] = gated
-        if grouped:
-            group = _unique(built, f"a{len(built.groups) + 1}")
-            built.path_map[f"groups[{len(built.groups)}]"] = where
-            built.groups.append({"id": group, "name": criterion["name"], "weight": weight})
-            criterion["group"] = group
-        else:
-            criterion["weight"] = weight
-        _append(built, criterion, where, assertion)
+        _place(built, criterion, where, assertion, weight, grouped=grouped)
+
+
+def _place(
+    built: _Built,
+    criterion: dict[str, Any],
+    where: str,
+    assertion: Mapping[str, Any],
+    weight: Any,
+    *,
+    grouped: bool,
+) -> None:
+    """Add one assertion's criterion with its weight: on the criterion, or (`grouped`)
+    on a group of one of its own, so each plain assertion weighs what it weighs."""
+    if grouped:
+        group = _unique(built, f"a{len(built.groups) + 1}")
+        built.path_map[f"groups[{len(built.groups)}]"] = where
+        built.groups.append({"id": group, "name": criterion["name"], "weight": weight})
+        criterion["group"] = group
+    else:
+        criterion["weight"] = weight
+    _append(built, criterion, where, assertion)
 
 
 def _add_set(

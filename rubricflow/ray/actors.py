@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,12 +37,16 @@ class JudgeConfig:
         settings: Mapping[str, Any] | None = None,
         cache: str | None = None,
         budget: tuple[str, int, float | None] | None = None,
+        run: str | None = None,
     ) -> None:
         self.spec = spec
         self.settings = dict(settings or {})
         self.cache = cache
         #: (judge name, limit, rpm) of the cluster-wide budget, or None for none
         self.budget = budget
+        #: the driver's run these actors score for: the budget gives back the slots of
+        #: a run's actors when the run ends (`rubricflow.ray.budget.close_run`)
+        self.run = run or uuid.uuid4().hex
 
 
 def missing_scorers(rubrics: Mapping[str, Rubric], plugins: PluginRegistry) -> list[str]:
@@ -106,7 +111,7 @@ class BatchEvaluator:
         if judge.budget is not None:
             from rubricflow.ray.budget import budget_admission, find_budget
 
-            self._gate = budget_admission(find_budget(*judge.budget))
+            self._gate = budget_admission(find_budget(*judge.budget), run=judge.run)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="rubricflow-ray-actor", daemon=True

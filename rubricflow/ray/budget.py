@@ -11,6 +11,7 @@ the same judge at the same limits share it while it lives.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import hashlib
 import time
@@ -21,7 +22,14 @@ import ray
 
 from rubricflow.llm.admission import Admission
 
-__all__ = ["JudgeBudget", "budget_actor", "budget_admission", "budget_name", "find_budget"]
+__all__ = [
+    "JudgeBudget",
+    "budget_actor",
+    "budget_admission",
+    "budget_name",
+    "close_run",
+    "find_budget",
+]
 
 NAMESPACE = "rubricflow"
 
@@ -44,14 +52,19 @@ class JudgeBudget:
         self._peak = 0
         self._admitted = 0
         self._reclaimed = 0
-        #: slots held, by holder (an actor's id): a holder that died holding slots gets
-        #: them back when it restarts (`reclaim`), so a killed actor does not shrink the
-        #: budget for good
+        #: slots held, by holder (`RUN/ACTOR`): a holder that died holding slots gets
+        #: them back when it restarts (`reclaim`), and a run's holders all give theirs
+        #: back when the run ends (`close_run`), so neither a killed actor nor an
+        #: interrupted run shrinks the budget for good
         self._held: dict[str, int] = {}
+        #: runs ended: their late holders (actors not yet stopped) get no slot
+        self._closed: collections.deque[str] = collections.deque(maxlen=1024)
 
     async def acquire(self, holder: str = "") -> None:
         await self._slots.acquire()
         try:
+            if run_of(holder) in self._closed:
+                raise RuntimeError(f"the run of {holder!r} has ended; its actors take no slot")
             await self._pace()
         except BaseException:
             self._slots.release()
@@ -77,6 +90,15 @@ class JudgeBudget:
             self._slots.release()
         self._reclaimed += held
         return held
+
+    async def close_run(self, run: str) -> int:
+        """The run `run` ended (finished, failed or interrupted): give back every slot its
+        holders hold, and refuse them any more; how many were given back."""
+        self._closed.append(run)
+        given = 0
+        for holder in [h for h in self._held if run_of(h) == run]:
+            given += await self.reclaim(holder)
+        return given
 
     async def _pace(self) -> None:
         if self.rpm is None:
@@ -153,17 +175,34 @@ def find_budget(judge: str, limit: int, rpm: float | None = None) -> Any:
     return ray.get_actor(budget_name(judge, limit, rpm), namespace=NAMESPACE)
 
 
-def holder_id() -> str:
-    """Who holds slots from here: this actor's id (the same after a restart), else this
-    process's worker id."""
+def holder_id(run: str = "") -> str:
+    """Who holds slots from here, for the run `run`: `RUN/ID`, where ID is this actor's
+    id (the same after a restart), else this process's worker id."""
     context = ray.get_runtime_context()
-    return context.get_actor_id() or context.get_worker_id()
+    return f"{run}/{context.get_actor_id() or context.get_worker_id()}"
 
 
-def budget_admission(actor: Any) -> Admission:
-    """An admission gate that holds one of `actor`'s slots for each judge call. Made in
-    an actor that may have died holding slots before (a restart), it takes them back."""
-    holder = holder_id()
+def run_of(holder: str) -> str:
+    """The run a holder (`holder_id`) holds slots for."""
+    return holder.partition("/")[0]
+
+
+def close_run(budget: tuple[str, int, float | None], run: str, within: float = 10.0) -> None:
+    """Tell the budget `budget` (judge, limit, rpm) that the driver's run `run` ended, so
+    slots its actors held when they were stopped (an interrupted run) come back."""
+    name = budget_name(*budget)
+    actor = _held.get(name)
+    if actor is None:
+        return
+    with contextlib.suppress(Exception):  # a budget gone with its cluster holds nothing
+        ray.get(actor.close_run.remote(run), timeout=within)
+
+
+def budget_admission(actor: Any, run: str = "") -> Admission:
+    """An admission gate that holds one of `actor`'s slots for each judge call, for the
+    run `run`. Made in an actor that may have died holding slots before (a restart), it
+    takes them back."""
+    holder = holder_id(run)
     ray.get(actor.reclaim.remote(holder))
 
     @contextlib.asynccontextmanager

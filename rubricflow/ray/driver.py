@@ -16,7 +16,7 @@ import ray.data
 from rubricflow.errors import ConfigurationError, RubricflowError
 from rubricflow.model import Rubric
 from rubricflow.ray.actors import BatchEvaluator, JudgeConfig
-from rubricflow.ray.budget import budget_actor
+from rubricflow.ray.budget import budget_actor, close_run
 from rubricflow.results import Evaluation, Target
 
 __all__ = ["RayEvaluator", "RayRunError", "connect", "evaluate_dataset"]
@@ -214,23 +214,29 @@ class RayEvaluator:
         )
         if judge.budget is not None:
             await asyncio.to_thread(budget_actor, *judge.budget)
-        start = 0
-        async for chunk in _chunks(cases, CHUNK):
-            rows, rubrics = _rows(chunk, start)
-            start += len(rows)
-            _quiet_context(preserve_order=True)
-            dataset = _scored(
-                ray.data.from_items(rows),
-                rubrics,
-                judge,
-                run_options,
-                actors=min(self.actors, max(1, -(-len(rows) // self.batch_size))),
-                batch_size=self.batch_size,
-                actor_cpus=self.actor_cpus,
-            )
-            async for batch in _batches_of(dataset):
-                for text in batch.column("evaluation").to_pylist():
-                    yield Evaluation.model_validate_json(text)
+        try:
+            start = 0
+            async for chunk in _chunks(cases, CHUNK):
+                rows, rubrics = _rows(chunk, start)
+                start += len(rows)
+                _quiet_context(preserve_order=True)
+                dataset = _scored(
+                    ray.data.from_items(rows),
+                    rubrics,
+                    judge,
+                    run_options,
+                    actors=min(self.actors, max(1, -(-len(rows) // self.batch_size))),
+                    batch_size=self.batch_size,
+                    actor_cpus=self.actor_cpus,
+                )
+                async for batch in _batches_of(dataset):
+                    for text in batch.column("evaluation").to_pylist():
+                        yield Evaluation.model_validate_json(text)
+        finally:
+            # an interrupted run's actors are stopped holding slots: give them back, or
+            # the next run against this judge waits on them for ever
+            if judge.budget is not None:
+                close_run(judge.budget, judge.run)
 
 
 class RayRunError(RubricflowError):

@@ -78,7 +78,7 @@ def _start(args: list[str]) -> subprocess.Popen[bytes]:
     )
 
 
-def _stop_all(processes: list[subprocess.Popen[bytes]], within: float = 8.0) -> None:
+def _stop_all(processes: list[subprocess.Popen[bytes]], within: float = 2.0) -> None:
     """SIGTERM every node's process group at once, then SIGKILL what is left after
     `within` seconds (a throwaway cluster: `ray start --block` can take 30 s to leave)."""
     for process in processes:

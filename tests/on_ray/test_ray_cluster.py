@@ -84,6 +84,31 @@ def test_the_budget_actor_spaces_starts_by_the_rpm() -> None:
     assert figures["closest_starts"] >= 0.05 - 0.005  # the loop's clock resolution
 
 
+def test_a_run_that_ends_gives_back_the_slots_its_stopped_actors_held() -> None:
+    """An interrupted run's actors are stopped holding slots; when the driver closes the
+    run they come back, so the next run against the same judge is not starved, and a
+    late actor of the closed run gets no slot."""
+    from rubricflow.ray.budget import JudgeBudget
+
+    async def run() -> tuple[int, dict[str, Any], str]:
+        budget = JudgeBudget(2)
+        await budget.acquire("old-run/actor-1")
+        await budget.acquire("old-run/actor-2")
+        given = await budget.close_run("old-run")
+        await asyncio.wait_for(budget.acquire("new-run/actor-3"), timeout=30)
+        try:
+            await budget.acquire("old-run/actor-1")
+            refused = ""
+        except RuntimeError as error:
+            refused = str(error)
+        return given, await budget.figures(), refused
+
+    given, figures, refused = asyncio.run(run())
+    assert given == 2
+    assert figures["in_flight"] == 1 and figures["reclaimed"] == 2
+    assert "has ended" in refused
+
+
 def test_eight_actors_never_exceed_the_cluster_wide_limit_even_when_one_is_killed(
     ray_cluster: str, tmp_path: Path
 ) -> None:
