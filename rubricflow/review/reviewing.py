@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, time, timedelta, timezone
 from typing import Any, NamedTuple
 
-from rubricflow.engine.executor import evaluate
+from rubricflow.engine.executor import evaluate, resolve_method
 from rubricflow.engine.isolation import uses_pool
 from rubricflow.errors import ArtifactConflictError, ReviewError
 from rubricflow.llm.budget import BUDGET_REASON, CostBudget, capped_session
@@ -38,6 +38,7 @@ from rubricflow.review.routing import (
     route,
     unsure_criteria,
 )
+from rubricflow.scorers.llm import LLM_SCORER_NAMES
 from rubricflow.store.artifacts import (
     Artifact,
     ArtifactTransaction,
@@ -45,7 +46,7 @@ from rubricflow.store.artifacts import (
     RubricBinding,
 )
 
-__all__ = ["Evaluating", "Planned", "ReviewOutcome", "Reviewer", "no_rubrics"]
+__all__ = ["Decided", "Evaluating", "Planned", "ReviewOutcome", "Reviewer", "no_rubrics"]
 
 #: a review's evaluations begun early (`Reviewer.start_evaluating`): one per planned rubric,
 #: None where a stored one is reused
@@ -54,6 +55,21 @@ Evaluating = asyncio.Task[list[Evaluation | None]]
 # loop turns a just-started evaluation is given to reach its first wait (the job sent to
 # the check pool: `Reviewer.start_evaluating`)
 _START_TURNS = 3
+
+#: how long a submission's transaction waits for an early evaluation that asks no judge
+#: (`Reviewer.decide_at_once`): a pool hop takes about a millisecond; past this the
+#: submission commits and the review is decided in a transaction of its own, as always
+AT_ONCE_SECONDS = 0.25
+
+
+class Decided(NamedTuple):
+    """A review decided in its submission's transaction (`Reviewer.decide_at_once`): the
+    outcome, the evaluations stored now, and the decision's event, to announce once the
+    transaction commits."""
+
+    outcome: ReviewOutcome
+    new: list[Evaluation]
+    event: Any
 
 
 class Planned(NamedTuple):
@@ -355,6 +371,68 @@ class Reviewer:
         ):
             return None
         return asyncio.create_task(self._make(artifact, artifact_type, plan))
+
+    def asks_no_judge(self, artifact_type: ArtifactType, plan: list[Planned]) -> bool:
+        """True when no rubric to evaluate in `plan` has a criterion an LLM judge scores,
+        and the type escalates nothing: its evaluation is computation, done in moments."""
+        if artifact_type.review_policy.escalate_to is not None:
+            return False
+        judged = LLM_SCORER_NAMES
+        return not any(
+            resolve_method(criterion) in judged
+            for item in plan
+            if item.reused is None
+            for criterion in item.rubric.criteria
+        )
+
+    async def decide_at_once(
+        self,
+        tx: ArtifactTransaction,
+        artifact: Artifact,
+        artifact_type: ArtifactType,
+        plan: list[Planned],
+        evaluating: Evaluating,
+        *,
+        seq: int,
+    ) -> Decided | None:
+        """Decide a claimed artifact's review in `tx`, the transaction that submits and
+        claims it, when its early evaluation (asking no judge: `asks_no_judge`) is done
+        within `AT_ONCE_SECONDS`: the submission, the claim, the evaluations and the
+        decision commit together. None, with nothing written, when the evaluation is not
+        done in time, failed, or is incomplete: the review then goes on as usual
+        (`finish_review`), which retries or releases it."""
+        done, _ = await asyncio.wait({evaluating}, timeout=AT_ONCE_SECONDS)
+        if not done or evaluating.cancelled() or evaluating.exception() is not None:
+            return None
+        made = evaluating.result()
+        results = [
+            (item.binding, item.reused if item.reused is not None else early)
+            for item, early in zip(plan, made, strict=True)
+        ]
+        if any(e is None or e.verdict == "incomplete" for _, e in results):
+            return None
+        complete = [(b, e) for b, e in results if e is not None]
+        if over_budget_routing(artifact_type, complete) is not None:
+            return None
+        unsaved = [e for e in made if e is not None]
+        stored = {id(e): await self._save(e, artifact, tx) for e in unsaved}
+        new = [e for e in unsaved if stored[id(e)] is e]
+        complete = [(b, stored.get(id(e), e)) for b, e in complete]
+        trigger, reason = outcome_of(artifact_type, complete, artifact)
+        evaluations = [evaluation for _, evaluation in complete]
+        change = self._context.change(
+            artifact,
+            trigger,
+            actor=SYSTEM_ACTOR,
+            reason=reason,
+            evaluation_ids=[e.id for e in evaluations],
+            by_review=True,
+        )
+        written = await tx.transition(artifact, change, seq=seq)
+        if written is None:  # cannot be: this transaction holds the claim it wrote
+            raise await self._overtaken(artifact, trigger)
+        event, decided = written
+        return Decided(ReviewOutcome(decided, evaluations, reason=reason), new, event)
 
     async def _make(
         self, artifact: Artifact, artifact_type: ArtifactType, plan: list[Planned]

@@ -6,7 +6,9 @@ binds no rubrics, or a bound rubric is not registered; otherwise one transaction
 artifact with its type and what is stored of its review, and writes the `submit`. Unless
 deferred (or the type has `auto_review: false`) the review follows inline: the same
 transaction writes its claim (`start_review` by `inline-PID`), so no worker can take the
-artifact between the two, then it is evaluated and decided.
+artifact between the two, then it is evaluated and decided. A review that asks no judge,
+its evaluation done by then (`Reviewer.decide_at_once`), is decided in that transaction
+too.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from rubricflow.review.context import (
     utcnow,
 )
 from rubricflow.review.reviewing import (
+    Decided,
     Evaluating,
     Planned,
     Reviewer,
@@ -168,6 +171,17 @@ class ArtifactSubmitter:
             submitted.claim, submitted.artifact = await tx.write_transition(
                 artifact, start, seq=event.seq + 1
             )
+            if submitted.evaluating is not None and self._reviewer.asks_no_judge(
+                artifact_type, plan
+            ):
+                submitted.decided = await self._reviewer.decide_at_once(
+                    tx,
+                    submitted.artifact,
+                    artifact_type,
+                    plan,
+                    submitted.evaluating,
+                    seq=submitted.claim.seq + 1,
+                )
         except BaseException:
             await submitted.stop_unused()
             raise
@@ -181,7 +195,13 @@ class ArtifactSubmitter:
 
     async def _review_submitted(self, submitted: _Submitted) -> ReviewOutcome:
         """After the submit (and an inline review's claim) committed: queued for a worker,
-        or reviewed here."""
+        reviewed here, or decided already in the same transaction."""
+        decided = submitted.decided
+        if decided is not None:
+            submitted.evaluating = None  # used: nothing to stop
+            await self._context.announce_evaluations(submitted.artifact, decided.new)
+            await self._context.notify(decided.event)
+            return decided.outcome
         if submitted.claim is None:
             return ReviewOutcome(submitted.artifact, queued=True, reason="queued for a worker")
         return await self._reviewer.finish_review(
@@ -205,6 +225,8 @@ class _Submitted:
     claim: ArtifactEvent | None = None
     #: the evaluation started early for the inline review
     evaluating: Evaluating | None = None
+    #: the inline review, decided in the submission's own transaction
+    decided: Decided | None = None
 
     async def stop_unused(self) -> None:
         """Stop the early evaluation if the review did not use it (the submission did not

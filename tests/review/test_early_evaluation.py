@@ -125,7 +125,9 @@ async def test_a_worker_that_hears_the_submit_finds_the_review_taken(
     outcome = await registry.submit_for_review(artifact.id, actor="bot")
 
     assert outcome.artifact.status == "approved" and not outcome.queued
-    assert len(rival.refused) == 1 and "is in_review" in rival.refused[0]
+    # a rubric that asks no judge is decided in the submission's own transaction: the
+    # rival hears of the submit only once the review is over
+    assert len(rival.refused) == 1 and "is approved" in rival.refused[0]
     events = await registry.history(artifact.id)
     assert [(e.trigger, e.actor) for e in events[1:]] == [
         ("submit", "bot"),
@@ -165,3 +167,38 @@ async def test_a_submission_that_fails_after_its_evaluation_began_writes_nothing
     monkeypatch.setattr(ReviewClaims, "start", start)
     finished = await registry.submit_for_review(artifact.id, actor="bot")
     assert finished.artifact.status == "approved"
+
+
+async def test_an_incomplete_evaluation_is_not_decided_with_the_submission(
+    registry: ArtifactRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rubric that asks no judge is decided in the submission's transaction only when
+    its evaluation is complete: one with a check that raises commits the submission and
+    the claim, and the review is released to be retried, as any incomplete review."""
+    monkeypatch.setenv("RUBRICFLOW_CHECK_ISOLATION", "auto")
+    rubric = parse_rubric(
+        {
+            "id": "pooled-boom",
+            "version": "1.0.0",
+            "criteria": [
+                {
+                    "id": "shape",
+                    "description": "has a title",
+                    "scoring": {"method": "schema", "schema": SHAPE},
+                },
+                check("boom", "explodes"),
+            ],
+        }
+    )
+    await define(registry, "doc", rubric)
+    artifact = await registry.create("doc", {"title": "ok"}, actor="bot")
+
+    outcome = await registry.submit_for_review(artifact.id, actor="bot")
+
+    assert outcome.artifact.status == "pending_review"
+    assert "incomplete" in (outcome.reason or "")
+    events = await registry.history(artifact.id)
+    triggers = [e.trigger for e in events[1:]]
+    assert triggers[:2] == ["submit", "start_review"] and len(triggers) == 3
+    assert events[-1].evaluation_ids == (outcome.evaluations[0].id,)
+    assert_replays(events, status="pending_review", revision=outcome.artifact.revision)
