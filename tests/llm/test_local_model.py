@@ -88,15 +88,12 @@ def assert_schema_valid_evaluation(evaluation: object) -> list[object]:
 async def test_the_in_process_local_model_completes_an_evaluation(model_path: Path) -> None:
     cache = MemoryJudgeCache()
     async with LLMSession(f"local:{model_path}", cache=cache, settings=SMALL) as session:
-        started = time.perf_counter()
         evaluation = await evaluate(RUBRIC, TARGET, options={"llm": session})
-        elapsed = time.perf_counter() - started
         again = await evaluate(RUBRIC, TARGET, options={"llm": session})
     scored = assert_schema_valid_evaluation(evaluation)
     assert evaluation.criteria[0].llm_calls[0].provider == "local"
     # a valid answer is cached and served again; a refused one is asked again
     assert again.usage()["cache_hits"] == len(scored)
-    assert elapsed < 120
     for text in cache.data.values():  # the grammar held the reasoning to its budget
         answer = json.loads(json.loads(text)["text"])
         assert len(answer["reasoning"]) <= 60
