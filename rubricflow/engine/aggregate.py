@@ -11,6 +11,7 @@ weights 2 and 1 reach a 0.8 bar.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -44,6 +45,24 @@ def _clamp(value: Fraction) -> Fraction:
     return min(Fraction(1), max(Fraction(0), value))
 
 
+def exact_sum(values: Sequence[Fraction]) -> Fraction:
+    """The exact sum of `values`, over their common denominator: one normalisation, where
+    adding Fractions one by one reduces (two gcds) at every step."""
+    if not values:
+        return Fraction(0)
+    denominator = math.lcm(*(v.denominator for v in values))
+    return Fraction(sum(v.numerator * (denominator // v.denominator) for v in values), denominator)
+
+
+def _sum_of_products(pairs: Sequence[tuple[Fraction, Fraction]]) -> Fraction:
+    """The exact sum of w * s over `pairs`, without a Fraction per product."""
+    if not pairs:
+        return Fraction(0)
+    terms = [(w.numerator * s.numerator, w.denominator * s.denominator) for w, s in pairs]
+    denominator = math.lcm(*(d for _, d in terms))
+    return Fraction(sum(n * (denominator // d) for n, d in terms), denominator)
+
+
 def weighted_score(
     pairs: Sequence[tuple[Number, Number]],
     *,
@@ -56,17 +75,18 @@ def weighted_score(
     under `zero_weights="zero"` (AgentV: satisfied weight / total weight, total 0).
     `formula="rar"` divides S by the sum of |w| (Rubrics as Rewards), clamped to 0..1.
     """
-    positive = sum((exact(w) for w, _ in pairs if w > 0), Fraction(0))
-    negative = sum((-exact(w) for w, _ in pairs if w < 0), Fraction(0))
-    total = sum((exact(w) * exact(s) for w, s in pairs), Fraction(0))
+    exact_pairs = [(exact(w), exact(s)) for w, s in pairs]
+    positive = exact_sum([w for w, _ in exact_pairs if w.numerator > 0])
+    negative = -exact_sum([w for w, _ in exact_pairs if w.numerator < 0])
+    total = _sum_of_products(exact_pairs)
     if formula == "rar" and positive + negative > 0:
         return _clamp(total / (positive + negative)), total
     if positive > 0:
         return _clamp(total / positive), total
     if negative > 0:
         return _clamp(1 + total / negative), total
-    if pairs and zero_weights == "mean":
-        return _clamp(sum((exact(s) for _, s in pairs), Fraction(0)) / len(pairs)), total
+    if exact_pairs and zero_weights == "mean":
+        return _clamp(exact_sum([s for _, s in exact_pairs]) / len(exact_pairs)), total
     return Fraction(0), total
 
 
@@ -83,10 +103,7 @@ def grouped_score(
     group's (id, score).
     """
     if not rubric.groups:
-        pairs = pairs_by_group.get(None, [])
-        return weighted_score(
-            pairs, zero_weights=rubric.zero_weights, formula=rubric.score_formula
-        )[0], ()
+        return _ungrouped(rubric, pairs_by_group.get(None, []))[0], ()
     scores: list[tuple[str, Fraction]] = []
     weighted: list[tuple[Fraction, Fraction]] = []
     for group in rubric.groups:
@@ -97,14 +114,19 @@ def grouped_score(
         score = weighted_score(group_pairs, zero_weights=policy, formula=rubric.score_formula)[0]
         scores.append((group.id, score))
         weighted.append((exact(group.weight), score))
-    total = sum((weight for weight, _ in weighted), Fraction(0))  # group weights are >= 0
+    total = exact_sum([weight for weight, _ in weighted])  # group weights are >= 0
     if total > 0:
-        mean = sum((weight * score for weight, score in weighted), Fraction(0)) / total
+        mean = _sum_of_products(weighted) / total
     elif weighted and rubric.zero_weights == "mean":
-        mean = sum((score for _, score in weighted), Fraction(0)) / len(weighted)
+        mean = exact_sum([score for _, score in weighted]) / len(weighted)
     else:
         mean = Fraction(0)
     return mean, tuple(scores)
+
+
+def _ungrouped(rubric: Rubric, pairs: Sequence[tuple[Number, Number]]) -> tuple[Fraction, Fraction]:
+    """(score, raw_score) of a rubric without groups: its formula over every pair."""
+    return weighted_score(pairs, zero_weights=rubric.zero_weights, formula=rubric.score_formula)
 
 
 def criterion_passed(
@@ -193,15 +215,15 @@ def aggregate(
     gating: list[str] = []
     unscored: list[str] = []
     unscored_required = False
-    scored_weight = Fraction(0)
-    total_weight = Fraction(0)
+    scored_weights: list[Fraction] = []
+    weights: list[Fraction] = []
     for result in results:
         criterion = by_id[result.criterion_id]
         magnitude = abs(exact(criterion.weight))
-        total_weight += magnitude
+        weights.append(magnitude)
         value = result.exact_score if result.status == "scored" else None
         if value is not None:
-            scored_weight += magnitude
+            scored_weights.append(magnitude)
             pairs.append((criterion.weight, value))
             by_group.setdefault(criterion.group, []).append(pairs[-1])
             if criterion.required and result.passed is False:
@@ -215,13 +237,18 @@ def aggregate(
                 gating.append(criterion.id)
         elif criterion.required:
             unscored_required = True
+    total_weight = exact_sum(weights)
     if total_weight > 0:
-        coverage = scored_weight / total_weight
+        coverage = exact_sum(scored_weights) / total_weight
     else:
         count = len(results)
         coverage = Fraction(count - len(unscored), count) if count else Fraction(0)
-    raw = weighted_score(pairs)[1]
-    score, group_scores = grouped_score(rubric, by_group)
+    if rubric.groups:
+        raw = weighted_score(pairs)[1]
+        score, group_scores = grouped_score(rubric, by_group)
+    else:  # one pass of the formula gives both
+        score, raw = _ungrouped(rubric, pairs)
+        group_scores = ()
     failed_groups, zeroed = _failed_groups(rubric, group_scores, bar)
     gating.extend(failed_groups)
     if zeroed:
