@@ -1,9 +1,9 @@
 """Issue 30, performance: conversations against the 100 ms judge, and OTel spans read back.
 
 `conversations`:
-- 50-turn conversations with two `each_turn` LLM criteria (every assistant turn judged on
-  its own) on one judge at provider concurrency 32, cache off: throughput against the
-  ideal 32 / 0.1 s = 320 judgments/s (bar: >= 0.9, as single targets reach);
+- 20 50-turn conversations (2,000 judgments) with two `each_turn` LLM criteria (every
+  assistant turn judged on its own) on one judge at provider concurrency 32, cache off:
+  throughput against the ideal 32 / 0.1 s = 320 judgments/s (bar: >= 0.9, as single targets reach);
 - 100,000 OpenTelemetry spans (agent runs: chat calls whose inputs repeat the history,
   and execute_tool spans) written as OTLP JSON lines, read into trajectories by a fresh
   `python -c` child whose peak RSS is the figure (bar: < 200 MB).
@@ -25,7 +25,12 @@ from rubricflow import evaluate_many, parse_rubric
 DELAY = 0.1
 CONCURRENCY = 32
 TURNS = 50
-CONVERSATIONS = 8
+#: 2,000 judgments, as the `judge` workload makes: the same run length, so the same
+#: start-up and tail around the judge's steady state
+CONVERSATIONS = 20
+#: conversations judged at once: 2 x 2 criteria x 50 turns = 200 judgments queued for
+#: the judge's 32 slots
+TARGETS_IN_FLIGHT = 2
 QUICK_CONVERSATIONS = 2
 SPANS = 100_000
 QUICK_SPANS = 10_000
@@ -69,7 +74,7 @@ async def _judge_conversations(count: int) -> dict[str, Any]:
         started = time.perf_counter()
         passed = 0
         async for evaluation in evaluate_many(
-            RUBRIC, targets, target_concurrency=2, concurrency=2, options=options
+            RUBRIC, targets, target_concurrency=TARGETS_IN_FLIGHT, concurrency=2, options=options
         ):
             passed += evaluation.passed
         seconds = time.perf_counter() - started
