@@ -24,6 +24,7 @@ from rubricflow.llm.admission import Admission
 
 __all__ = [
     "JudgeBudget",
+    "SlotLeases",
     "budget_actor",
     "budget_admission",
     "budget_name",
@@ -74,6 +75,17 @@ class JudgeBudget:
         self._admitted += 1
         self._peak = max(self._peak, self._in_flight)
 
+    async def acquire_many(self, holder: str, want: int) -> int:
+        """At least one slot (waiting its turn, as `acquire`), and up to `want` in all of
+        those free now: an actor asks once for the calls it has waiting. How many."""
+        await self.acquire(holder)
+        got = 1
+        if self.rpm is None:  # paced starts are admitted one by one
+            while got < want and not self._slots.locked():  # free now, nobody queued
+                await self.acquire(holder)
+                got += 1
+        return got
+
     async def release(self, holder: str = "") -> None:
         held = self._held.get(holder, 0)
         if held <= 0:  # reclaimed already (the holder restarted)
@@ -117,7 +129,8 @@ class JudgeBudget:
 
     async def figures(self) -> dict[str, float | None]:
         """The limit, the rpm, calls in flight now, the most ever in flight, calls
-        admitted, and (with an rpm) the closest two starts ever came, in seconds."""
+        admitted (slots granted: without an rpm a leased slot serves several calls of one
+        actor in turn), and (with an rpm) the closest two starts ever came, in seconds."""
         return {
             "limit": self.limit,
             "rpm": self.rpm,
@@ -154,7 +167,7 @@ def budget_actor(judge: str, limit: int, rpm: float | None = None) -> Any:
         try:
             ray.get(held.figures.remote())
             return held
-        except ray.exceptions.RayActorError:
+        except Exception:  # dead, or made in a cluster this driver has left since
             del _held[name]
     remote: Any = ray.remote(JudgeBudget)
     actor = remote.options(
@@ -201,18 +214,86 @@ def close_run(budget: tuple[str, int, float | None], run: str, within: float = 1
 def budget_admission(actor: Any, run: str = "") -> Admission:
     """An admission gate that holds one of `actor`'s slots for each judge call, for the
     run `run`. Made in an actor that may have died holding slots before (a restart), it
-    takes them back."""
+    takes them back.
+
+    Slots are leased (`SlotLeases`): a slot a finished call frees goes straight to a call
+    of this actor that waits, for up to `LEASE_SECONDS` after the budget granted it, and
+    waiting calls are granted together; so a busy actor pays the budget's round trip
+    about once a lease, not twice a call, and the budget still bounds every call in
+    flight across the cluster. Under an rpm limit every call is granted on its own."""
     holder = holder_id(run)
     ray.get(actor.reclaim.remote(holder))
+    # with a requests-per-minute limit every call's start is the budget's to pace: no
+    # slot passes from one call to the next
+    paced = ray.get(actor.figures.remote())["rpm"] is not None
+    leases = SlotLeases(actor, holder, lease_seconds=0.0 if paced else LEASE_SECONDS)
 
     @contextlib.asynccontextmanager
     async def admitted() -> AsyncIterator[None]:
-        await actor.acquire.remote(holder)
+        granted = await leases.take()
         try:
             yield
         finally:
-            # sent, not awaited: the call's answer is not held back by one more round
-            # trip, and a cancelled call gives its slot back all the same
-            actor.release.remote(holder)
+            leases.give_back(granted)
 
     return admitted
+
+
+#: how long a slot the budget granted may pass from one call of an actor to the next
+#: before it goes back to the budget's queue (so actors that want more than the budget
+#: holds take turns)
+LEASE_SECONDS = 1.0
+
+
+class SlotLeases:
+    """One actor's slots of the cluster budget: calls wait here in order, a fetcher asks
+    the budget for as many slots as calls wait (`JudgeBudget.acquire_many`), and a slot
+    a call gives back is handed to the next waiting call while its lease lasts, else
+    released to the budget (sent, not awaited: a call's answer is not held back by one
+    more round trip, and a cancelled call gives its slot back all the same)."""
+
+    def __init__(self, actor: Any, holder: str, lease_seconds: float = LEASE_SECONDS) -> None:
+        self._actor = actor
+        self._holder = holder
+        self._lease_seconds = lease_seconds
+        self._waiting: collections.deque[asyncio.Future[float]] = collections.deque()
+        self._fetcher: asyncio.Task[None] | None = None
+
+    async def take(self) -> float:
+        """Wait for a slot; when the budget granted it (the lease's start)."""
+        waiter: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        if self._fetcher is None or self._fetcher.done():
+            self._fetcher = asyncio.create_task(self._fetch())
+        return await waiter
+
+    def give_back(self, granted: float) -> None:
+        """A call is done with the slot granted at `granted`."""
+        if time.monotonic() - granted < self._lease_seconds and self._hand_over(granted):
+            return
+        self._actor.release.remote(self._holder)
+
+    def _hand_over(self, granted: float) -> bool:
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():  # a cancelled waiter is passed over
+                waiter.set_result(granted)
+                return True
+        return False
+
+    async def _fetch(self) -> None:
+        try:
+            while any(not waiter.done() for waiter in self._waiting):
+                want = sum(1 for waiter in self._waiting if not waiter.done())
+                got = await self._actor.acquire_many.remote(self._holder, want)
+                now = time.monotonic()
+                for _ in range(got):
+                    if not self._hand_over(now):  # handed a freed slot meanwhile
+                        self._actor.release.remote(self._holder)
+        except BaseException as error:  # the budget is gone: every waiting call hears it
+            while self._waiting:
+                waiter = self._waiting.popleft()
+                if not waiter.done():
+                    waiter.set_exception(error)
+            if isinstance(error, asyncio.CancelledError):
+                raise

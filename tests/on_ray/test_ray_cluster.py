@@ -84,6 +84,55 @@ def test_the_budget_actor_spaces_starts_by_the_rpm() -> None:
     assert figures["closest_starts"] >= 0.05 - 0.005  # the loop's clock resolution
 
 
+class _InProcess:
+    """A JudgeBudget's methods called as a Ray actor handle's are (`.remote(...)`), in
+    this process."""
+
+    def __init__(self, budget: Any) -> None:
+        self._budget = budget
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._budget, name)
+
+        class Remote:
+            @staticmethod
+            def remote(*args: Any) -> Any:
+                return asyncio.ensure_future(method(*args))
+
+        return Remote
+
+
+def test_leased_slots_pass_between_one_actors_calls_and_the_budget_still_bounds_all() -> None:
+    """Two actors of a budget of 3, twenty calls each: a slot a call frees goes to the
+    actor's next waiting call (fewer grants than calls), never more than 3 calls run at
+    once, and every slot is back in the budget at the end."""
+    from rubricflow.ray.budget import JudgeBudget, SlotLeases
+
+    async def run() -> tuple[int, dict[str, Any]]:
+        budget = JudgeBudget(3)
+        handle = _InProcess(budget)
+        running = {"now": 0, "peak": 0}
+
+        async def call(leases: Any, number: int) -> None:
+            granted = await leases.take()
+            running["now"] += 1
+            running["peak"] = max(running["peak"], running["now"])
+            await asyncio.sleep(0.001 * (number % 3))
+            running["now"] -= 1
+            leases.give_back(granted)
+
+        actors = [SlotLeases(handle, f"run/actor-{i}") for i in range(2)]
+        await asyncio.gather(*(call(a, n) for a in actors for n in range(20)))
+        for _ in range(10):  # the last releases are sent, not awaited
+            await asyncio.sleep(0)
+        return running["peak"], await budget.figures()
+
+    peak, figures = asyncio.run(run())
+    assert 1 < peak <= 3
+    assert figures["peak"] <= 3 and figures["in_flight"] == 0
+    assert figures["admitted"] < 40  # leased slots served several calls each
+
+
 def test_a_run_that_ends_gives_back_the_slots_its_stopped_actors_held() -> None:
     """An interrupted run's actors are stopped holding slots; when the driver closes the
     run they come back, so the next run against the same judge is not starved, and a
