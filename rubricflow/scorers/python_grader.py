@@ -57,6 +57,10 @@ out.write(json.dumps({"score": score}))
 """
 
 
+#: prctl(2): the signal a process gets when its parent dies
+_PR_SET_PDEATHSIG = 1
+
+
 class PythonGraderError(RuntimeError):
     """A python grader failed: its exception, a timeout, or an unusable score."""
 
@@ -65,7 +69,8 @@ def _child_setup(cpu_seconds: int) -> Callable[[], None]:
     """What the grader's process does before it runs: Ctrl-C and SIGTERM kill it again
     (a check pool process ignores both, and a child would inherit that), its CPU time is
     capped just past its timeout (a busy loop dies even if no one is left to kill it),
-    and its address space is capped."""
+    its address space is capped, and on Linux it is killed when its parent dies for any
+    reason (out of memory, SIGKILL), so a sleeping grader is never left behind."""
 
     def setup() -> None:  # pragma: no cover - runs in the child
         import resource
@@ -73,6 +78,12 @@ def _child_setup(cpu_seconds: int) -> Callable[[], None]:
 
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if sys.platform.startswith("linux"):
+            import ctypes
+
+            with contextlib.suppress(OSError, AttributeError):
+                # the parent is the thread that waits on the grader until it ends
+                ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         for limit, value in (
             (resource.RLIMIT_CPU, cpu_seconds),
             (resource.RLIMIT_AS, _MEMORY_BYTES),

@@ -182,3 +182,48 @@ def test_a_grader_that_prints_still_gives_its_score() -> None:
         "def grade(sample, item):\n    print('thinking about', sample)\n    return 0.75\n"
     )
     assert run_python_grader(Target(content="x"), source=source) == 0.75
+
+
+def test_a_grader_dies_with_the_process_that_runs_it(tmp_path: Path) -> None:
+    """A process running a grader killed outright (SIGKILL, as the kernel's out-of-memory
+    killer does): the grader, which sleeps and so no CPU limit ends, dies with it."""
+    import subprocess
+    import sys
+
+    pid_file = tmp_path / "pid"
+    source = (
+        "import os, time\n"
+        "def grade(sample, item):\n"
+        f"    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "    while True:\n"
+        "        time.sleep(0.05)\n"
+    )
+    runner = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys\n"
+            "from rubricflow import Target\n"
+            "from rubricflow.scorers.python_grader import run_python_grader\n"
+            "run_python_grader(Target(content='x'), source=sys.argv[1], timeout=600)\n",
+            source,
+        ]
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline, "the grader never started"
+            assert runner.poll() is None, "the runner exited before its grader started"
+            time.sleep(0.05)
+        grader = int(pid_file.read_text())
+        runner.kill()
+        runner.wait()
+        deadline = time.monotonic() + 30
+        while not _gone(grader) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _gone(grader), "the grader outlived the process that ran it"
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+        if pid_file.exists() and pid_file.read_text() and not _gone(int(pid_file.read_text())):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
