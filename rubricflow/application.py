@@ -481,12 +481,14 @@ class Application(Core):
         *,
         since: datetime | None = None,
         until: datetime | None = None,
+        types: Sequence[str] | None = None,
     ) -> list[Spend]:
         """Judge calls, cache hits, tokens and cost per `run`, artifact `type` or `day`
         (UTC) of the evaluations created in [`since`, `until`), from the call ledger
-        (`rubricflow llm usage --by`, `GET /v1/judge-spend`, the dashboard's runs page).
-        Raises ValueError for another `by`."""
-        return await self.store.evaluations.spend(by, since=since, until=until)
+        (`rubricflow llm usage --by`, `GET /v1/judge-spend`, the dashboard's runs page);
+        `types`: only the reviews of those artifact types (and evaluations of no
+        artifact). Raises ValueError for another `by`."""
+        return await self.store.evaluations.spend(by, since=since, until=until, types=types)
 
     # --- trust: the judge against people's labels ----------------------------------------
     async def run_pass_rate_estimate(

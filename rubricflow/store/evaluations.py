@@ -491,27 +491,35 @@ class EvaluationStore:
         *,
         since: datetime | None = None,
         until: datetime | None = None,
+        types: Sequence[str] | None = None,
     ) -> list[Spend]:
         """Judge calls, cache hits, tokens and cost per `run`, artifact `type` or `day`
         (UTC, of the evaluation) of the evaluations created in [`since`, `until`),
-        computed in SQL from the call ledger, in key order (no key last)."""
+        computed in SQL from the call ledger, in key order (no key last). `types`: only
+        the reviews of artifacts of those types, and the evaluations of no artifact (a
+        token restricted to some types sees no other type's spend in any total)."""
         e, k, a = _evaluations.c, _calls.c, _artifacts.c
         source = _calls.join(_evaluations, e.id == k.evaluation_id)
+        if by == "type" or types is not None:
+            source = source.outerjoin(_artifacts, a.id == e.artifact_id)
         if by == "run":
             key: Any = e.run_id
         elif by == "type":
-            key, source = a.type, source.outerjoin(_artifacts, a.id == e.artifact_id)
+            key = a.type
         elif by == "day":
             key = _bucket(self.database.dialect, "day", e.created_at)  # UTC on both
         else:
             raise ValueError(f"spend by {by!r}: use run, type or day")
+        where = list(EvaluationFilter(since=since, until=until).where())
+        if types is not None:
+            where.append(sa.or_(e.artifact_id.is_(None), a.type.in_(list(types))))
         query = (
             sa.select(
                 key.label("key"),
                 *_usage_columns(),
             )
             .select_from(source)
-            .where(*EvaluationFilter(since=since, until=until).where())
+            .where(*where)
             .group_by(key)
         )
         async with self.database.read() as connection:

@@ -173,7 +173,7 @@ async def judge_spend(
     since: datetime | None = Query(default=None, description="Inclusive"),
     until: datetime | None = Query(default=None, description="Exclusive"),
 ) -> SpendList:
-    rows = await application.judge_spend(by, since=since, until=until)
-    if by == "type":  # a token restricted to some types sees only theirs
-        rows = [row for row in rows if row.key is None or principal.allows_type(row.key)]
+    # a token restricted to some types sees only their spend, in every total
+    types = principal.types or None
+    rows = await application.judge_spend(by, since=since, until=until, types=types)
     return SpendList(by=by, spend=[SpendOut.model_validate(asdict(row)) for row in rows])

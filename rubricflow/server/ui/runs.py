@@ -51,16 +51,14 @@ async def runs_page(
     page = await application.dashboard.run_page(limit=PAGE_SIZE, after=cursor)
     since = datetime.now(timezone.utc) - timedelta(days=SPEND_DAYS - 1)
     since = since.replace(hour=0, minute=0, second=0, microsecond=0)
-    by_type = await application.judge_spend("type", since=since)
-    principal = viewer.principal  # a token restricted to some types sees only theirs
+    # a token restricted to some types sees only their spend, in every total
+    types = viewer.principal.types or None
     return render(
         request,
         "runs.html",
         {
-            "spend_by_type": [
-                row for row in by_type if row.key is None or principal.allows_type(row.key)
-            ],
-            "spend_by_day": await application.judge_spend("day", since=since),
+            "spend_by_type": await application.judge_spend("type", since=since, types=types),
+            "spend_by_day": await application.judge_spend("day", since=since, types=types),
             "spend_days": SPEND_DAYS,
             "overviews": page.items,
             "next_after": page.next.encode() if page.next else None,

@@ -107,6 +107,20 @@ def test_a_reviewer_restricted_to_some_types_sees_only_their_spend(seeded: Dashb
         alice = {"authorization": f"Bearer {sqlite_dashboard.tokens['alice']}"}
         every = client.get("/v1/judge-spend", params={"by": "type"}, headers=alice).json()
         assert SPEND_TYPE in {row["key"] for row in every["spend"]}
+        # the totals by day and by run leave out the types she may not see, too
+        hidden = sum(row["calls"] for row in every["spend"] if row["key"] not in (POST_TYPE, None))
+        assert hidden >= 2
+        for by in ("day", "run"):
+            hers, all_ = (
+                sum(
+                    row["calls"]
+                    for row in client.get("/v1/judge-spend", params={"by": by}, headers=who).json()[
+                        "spend"
+                    ]
+                )
+                for who in (headers, alice)
+            )
+            assert all_ - hers == hidden, by
     with signed_in(sqlite_dashboard, "dora") as browser:
         page = browser.get("/ui/runs").text
     assert "By artifact type" in page and SPEND_TYPE not in page
