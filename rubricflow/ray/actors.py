@@ -9,6 +9,9 @@ import threading
 import uuid
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import ray
 
 from rubricflow.engine.executor import evaluate_cases, resolve_method
 from rubricflow.errors import PluginError
@@ -41,12 +44,33 @@ class JudgeConfig:
     ) -> None:
         self.spec = spec
         self.settings = dict(settings or {})
+        #: the cache option as shown: a database URL's password is not in it (nor in the
+        #: actors' start-up arguments, which Ray's state API and logs show); the whole
+        #: option travels in the object store (`cache_option`)
         self.cache = cache
+        self._cache_ref: Any = None
+        if cache is not None and urlsplit(cache).password:
+            self._cache_ref = ray.put(cache)
+            self.cache = _without_password(cache)
         #: (judge name, limit, rpm) of the cluster-wide budget, or None for none
         self.budget = budget
         #: the driver's run these actors score for: the budget gives back the slots of
         #: a run's actors when the run ends (`rubricflow.ray.budget.close_run`)
         self.run = run or uuid.uuid4().hex
+
+    def cache_option(self) -> str | None:
+        """The cache option whole, password included (read where the cache is opened)."""
+        if self._cache_ref is not None:
+            option: str = ray.get(self._cache_ref)
+            return option
+        return self.cache
+
+
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 def missing_scorers(rubrics: Mapping[str, Rubric], plugins: PluginRegistry) -> list[str]:
@@ -105,6 +129,7 @@ class BatchEvaluator:
             )
         self._options = dict(options)
         self._judge = judge
+        self._cache_option = judge.cache_option()
         self._session: LLMSession | None = None
         self._close_cache: Closer | None = None
         self._gate: Admission | None = None
@@ -125,7 +150,7 @@ class BatchEvaluator:
 
     async def _judge_session(self) -> LLMSession:
         if self._session is None:
-            cache, self._close_cache = await open_cache(self._judge.cache)
+            cache, self._close_cache = await open_cache(self._cache_option)
             self._session = LLMSession(
                 self._judge.spec,
                 plugins=self._plugins,

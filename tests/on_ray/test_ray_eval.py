@@ -259,3 +259,21 @@ def test_a_worker_without_a_scorer_the_rubric_needs_fails_at_start_naming_it() -
         BatchEvaluator({rubric.content_hash: rubric}, JudgeConfig(None), {})
     assert "tone needs scorer 'sentiment_scorer'" in str(refused.value)
     assert "Install them on every node" in str(refused.value)
+
+
+def test_a_database_password_stays_out_of_what_the_actors_are_started_with(
+    ray_cluster: str,
+) -> None:
+    """The run's store URL reaches each actor whole (its judge cache opens with it), but
+    its password is not among the actors' start-up arguments, which Ray's state API and
+    logs show: it travels in the object store."""
+    import cloudpickle
+
+    from rubricflow.ray.actors import JudgeConfig
+
+    url = "postgresql://rubric:s3cret-pw@127.0.0.1:5432/test"
+    config = JudgeConfig("openai:m@http://127.0.0.1:9/v1", cache=url)
+    assert b"s3cret-pw" not in cloudpickle.dumps(config)
+    assert config.cache == "postgresql://rubric:***@127.0.0.1:5432/test"
+    assert cloudpickle.loads(cloudpickle.dumps(config)).cache_option() == url
+    assert JudgeConfig(None, cache="memory").cache_option() == "memory"
