@@ -13,6 +13,9 @@ own vote or decision).
 
 from __future__ import annotations
 
+import collections
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -150,6 +153,28 @@ async def reviewer_agreement(
     options: dict[str, Any] = {"resamples": resamples, "seed": seed, "reviewers": reviewers}
     return TypeAgreement(
         type_name,
-        human_agreement(overall, **options),
-        {key: human_agreement(units, **options) for key, units in sorted(criteria.items())},
+        _agreement(overall, **options),
+        {key: _agreement(units, **options) for key, units in sorted(criteria.items())},
     )
+
+
+#: agreements computed lately, by their units and options: the bootstrap (a thousand
+#: resamples) is the costly part, and the same decisions give the same figures, so a
+#: screen read again before anyone decides more does not resample again
+_computed: collections.OrderedDict[str, HumanAgreement] = collections.OrderedDict()
+_COMPUTED_KEPT = 256
+
+
+def _agreement(units: list[list[str]], **options: Any) -> HumanAgreement:
+    key = hashlib.sha256(
+        json.dumps([units, sorted(options.items())], default=str).encode("utf-8")
+    ).hexdigest()
+    found = _computed.get(key)
+    if found is None:
+        found = human_agreement(units, **options)
+        _computed[key] = found
+        if len(_computed) > _COMPUTED_KEPT:
+            _computed.popitem(last=False)
+    else:
+        _computed.move_to_end(key)
+    return found

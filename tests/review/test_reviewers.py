@@ -266,3 +266,18 @@ async def test_per_criterion_labels_follow_each_reviewer_s_marks(
     first = ["pass", "fail", "pass", "pass", "pass", "pass"]
     second = ["fail", "pass", "pass", "pass", "pass", "pass"]
     assert found.value == pytest.approx(cohen_kappa_score(first, second), abs=1e-9)
+
+
+def test_the_same_decisions_are_not_resampled_again_when_the_screen_is_read_again() -> None:
+    """The reviewers screen computes agreement on every read: the bootstrap of the same
+    decisions is kept, and a decision more computes it afresh."""
+    from rubricflow.review import agreement
+
+    units = [["approve", "approve"], ["approve", "reject"], ["reject", "reject"]] * 4
+    first = agreement._agreement(units, resamples=200, seed=0, reviewers=2)
+    again = agreement._agreement([list(u) for u in units], resamples=200, seed=0, reviewers=2)
+    more = agreement._agreement(
+        [*units, ["approve", "approve"]], resamples=200, seed=0, reviewers=2
+    )
+    assert again is first
+    assert more is not first and more.units == first.units + 1
