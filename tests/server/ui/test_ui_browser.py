@@ -46,7 +46,9 @@ def test_a_submission_appears_live_in_the_queue(dashboard: Dashboard, tab: Tab) 
     sign_in(tab, dashboard, "alice")
     waiting = page.locator('.count-value[data-bucket="awaiting_approval"]')
     before = int(waiting.inner_text())
-    page.wait_for_function("window.sseOpen === true")
+    # a function, not a bare expression: Playwright polls a bare one with eval, which the
+    # dashboard's CSP refuses (seen when the stream opened late, on a loaded machine)
+    page.wait_for_function("() => window.sseOpen === true")
     # the page listens; a bot submits through the core, in another process
     artifact_id = dashboard.submit({"text": "a fine post"}, actor="bob", title="Fresh post")
     row = page.locator(f'tr[data-artifact="{artifact_id}"]')

@@ -116,7 +116,7 @@ def test_runs_list_a_live_run_and_a_comparison(
     counts = histogram.evaluate_all("els => els.map(e => Number(e.dataset.count))")
     assert len(counts) == 10 and sum(counts) == 5
     assert page.locator("svg#run-criteria rect.bar").count() == 2
-    page.wait_for_function("document.body.dataset.runScript === 'ready'")
+    page.wait_for_function("() => document.body.dataset.runScript === 'ready'")
     page.get_by_label("Verdict").select_option("fail")
     assert page.locator("#shown-count").inner_text() == "1"  # only the rude post fails in A
     assert page.locator("article.target:visible").get_attribute("data-target") == "t-rude"

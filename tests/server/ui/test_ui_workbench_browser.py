@@ -88,7 +88,9 @@ def test_live_updates_keep_focus_and_are_announced(sqlite_dashboard: Dashboard, 
     )
     sign_in(tab, dashboard, "alice")
     page.wait_for_selector("body[data-workbench=ready]")
-    page.wait_for_function("window.sseOpen === true")
+    # a function, not a bare expression: Playwright polls a bare one with eval, which the
+    # dashboard's CSP refuses (seen when the stream opened late, on a loaded machine)
+    page.wait_for_function("() => window.sseOpen === true")
     page.keyboard.press("j")
     page.keyboard.press("j")
     chosen = page.evaluate("document.activeElement.closest('tr').dataset.artifact")
