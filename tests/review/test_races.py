@@ -123,14 +123,29 @@ async def test_concurrent_revisions_leave_one_winner_and_a_conflict(
     two_registries: tuple[ArtifactRegistry, ArtifactRegistry],
 ) -> None:
     """Two writers revise one artifact read at the same version: one new revision, and
-    the loser gets ArtifactConflictError (not the revision table's unique violation)."""
+    the loser gets ArtifactConflictError (not the revision table's unique violation).
+    Both name the version they read, as a client does (If-Match): however the two
+    interleave (at once, or one after the other on a loaded machine), one wins."""
     alice, bob = two_registries
     await doc_types(alice)
     for round_ in range(10):
         artifact = await alice.create("doc", {"text": "first"}, actor="bot")
+        read = artifact.version
         results = await asyncio.gather(
-            alice.revise(artifact.id, {"text": "alice"}, actor="alice", reason=f"a{round_}"),
-            bob.revise(artifact.id, {"text": "bob"}, actor="bob", reason=f"b{round_}"),
+            alice.revise(
+                artifact.id,
+                {"text": "alice"},
+                actor="alice",
+                reason=f"a{round_}",
+                expected_version=read,
+            ),
+            bob.revise(
+                artifact.id,
+                {"text": "bob"},
+                actor="bob",
+                reason=f"b{round_}",
+                expected_version=read,
+            ),
             return_exceptions=True,
         )
         errors = [r for r in results if isinstance(r, BaseException)]
