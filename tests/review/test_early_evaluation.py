@@ -125,9 +125,11 @@ async def test_a_worker_that_hears_the_submit_finds_the_review_taken(
     outcome = await registry.submit_for_review(artifact.id, actor="bot")
 
     assert outcome.artifact.status == "approved" and not outcome.queued
-    # a rubric that asks no judge is decided in the submission's own transaction: the
-    # rival hears of the submit only once the review is over
-    assert len(rival.refused) == 1 and "is approved" in rival.refused[0]
+    # the rival never takes it: the review is decided in the submission's own
+    # transaction (a rubric that asks no judge, evaluated within 0.25 s), or, when the
+    # pool is slower than that (a loaded machine), claimed in it
+    assert len(rival.refused) == 1
+    assert "is approved" in rival.refused[0] or "is in_review" in rival.refused[0]
     events = await registry.history(artifact.id)
     assert [(e.trigger, e.actor) for e in events[1:]] == [
         ("submit", "bot"),
