@@ -420,15 +420,7 @@ class Reviewer:
         complete = [(b, stored.get(id(e), e)) for b, e in complete]
         trigger, reason = outcome_of(artifact_type, complete, artifact)
         evaluations = [evaluation for _, evaluation in complete]
-        change = self._context.change(
-            artifact,
-            trigger,
-            actor=SYSTEM_ACTOR,
-            reason=reason,
-            evaluation_ids=[e.id for e in evaluations],
-            by_review=True,
-        )
-        written = await tx.transition(artifact, change, seq=seq)
+        written = await self._write_decision(tx, artifact, trigger, reason, evaluations, seq)
         if written is None:  # cannot be: this transaction holds the claim it wrote
             raise await self._overtaken(artifact, trigger)
         event, decided = written
@@ -629,24 +621,34 @@ class Reviewer:
                 else outcome_of(artifact_type, results, artifact)
             )
             evaluations = [evaluation for _, evaluation in results]
-            written = await tx.transition(
-                artifact,
-                context.change(
-                    artifact,
-                    trigger,
-                    actor=SYSTEM_ACTOR,
-                    reason=reason,
-                    evaluation_ids=[e.id for e in evaluations],
-                    by_review=True,
-                ),
-                seq=seq,
-            )
+            written = await self._write_decision(tx, artifact, trigger, reason, evaluations, seq)
         await context.announce_evaluations(artifact, new)
         if written is None:
             raise await self._overtaken(artifact, trigger)
         event, decided = written
         await context.notify(event)
         return ReviewOutcome(decided, evaluations, reason=reason)
+
+    async def _write_decision(
+        self,
+        tx: ArtifactTransaction,
+        artifact: Artifact,
+        trigger: str,
+        reason: str,
+        evaluations: Sequence[Evaluation],
+        seq: int | None,
+    ) -> Any:
+        """Write the review's outcome (`trigger`, by the system, naming `evaluations`) in
+        `tx`; None when the artifact is no longer as claimed."""
+        change = self._context.change(
+            artifact,
+            trigger,
+            actor=SYSTEM_ACTOR,
+            reason=reason,
+            evaluation_ids=[e.id for e in evaluations],
+            by_review=True,
+        )
+        return await tx.transition(artifact, change, seq=seq)
 
     async def _save(
         self, evaluation: Evaluation, artifact: Artifact, tx: ArtifactTransaction | None = None
