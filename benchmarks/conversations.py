@@ -70,7 +70,7 @@ async def _judge_conversations(count: int) -> dict[str, Any]:
         }
         async for _ in evaluate_many(RUBRIC, targets[:1], options=options):  # warm-up
             pass
-        before = judge.requests()
+        before = judge.stats()
         started = time.perf_counter()
         passed = 0
         async for evaluation in evaluate_many(
@@ -78,7 +78,9 @@ async def _judge_conversations(count: int) -> dict[str, Any]:
         ):
             passed += evaluation.passed
         seconds = time.perf_counter() - started
-        calls = judge.requests() - before
+        after = judge.stats()
+        calls = after["requests"] - before["requests"]
+        held = (after["in_flight_seconds"] - before["in_flight_seconds"]) / seconds
     ideal = CONCURRENCY / DELAY
     return {
         "conversations": count,
@@ -89,6 +91,7 @@ async def _judge_conversations(count: int) -> dict[str, Any]:
         "judgments_per_s": calls / seconds,
         "ideal_per_s (32 / 0.1 s)": ideal,
         "ratio (bar >= 0.9)": calls / seconds / ideal,
+        "mean calls in flight at the judge (of 32)": held,
     }
 
 

@@ -27,6 +27,22 @@ class JudgeServer:
     def __init__(self, delay: float) -> None:
         self.delay = delay
         self.requests = 0
+        #: completions being answered now, and the integral of that count over time
+        #: (seconds x requests): its growth over a run divided by the run's length is the
+        #: mean number of calls the client kept in flight
+        self.in_flight = 0
+        self._area = 0.0
+        self._since = time.perf_counter()
+
+    def _count(self, change: int) -> None:
+        now = time.perf_counter()
+        self._area += self.in_flight * (now - self._since)
+        self._since = now
+        self.in_flight += change
+
+    def stats(self) -> dict[str, Any]:
+        self._count(0)
+        return {"requests": self.requests, "in_flight_seconds": self._area}
 
     def _completion(self, body: bytes) -> dict[str, Any]:
         try:
@@ -64,10 +80,14 @@ class JudgeServer:
                 length = int(headers.get("content-length") or 0)
                 body = await reader.readexactly(length) if length else b""
                 if method == "GET" and path.endswith("/stats"):
-                    status, payload = 200, {"requests": self.requests}
+                    status, payload = 200, self.stats()
                 elif method == "POST" and path.endswith("/chat/completions"):
                     self.requests += 1
-                    await asyncio.sleep(self.delay)
+                    self._count(+1)
+                    try:
+                        await asyncio.sleep(self.delay)
+                    finally:
+                        self._count(-1)
                     status, payload = 200, self._completion(body)
                 else:
                     status, payload = 404, {"error": {"message": f"no route {method} {path}"}}
@@ -136,12 +156,19 @@ class RunningJudge:
         self.port = int(line.split()[1])
         return self
 
-    def requests(self) -> int:
-        """Chat completions answered so far."""
+    def stats(self) -> dict[str, Any]:
+        """`requests` (chat completions answered so far) and `in_flight_seconds` (their
+        time in flight, summed): the difference between two readings over the seconds
+        between them is the mean number of calls held in flight."""
         import urllib.request
 
         with urllib.request.urlopen(f"{self.base_url}/stats", timeout=10) as response:
-            return int(json.load(response)["requests"])
+            stats: dict[str, Any] = json.load(response)
+        return stats
+
+    def requests(self) -> int:
+        """Chat completions answered so far."""
+        return int(self.stats()["requests"])
 
     def __exit__(self, *exc: object) -> None:
         if self.process is not None:

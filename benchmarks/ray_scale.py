@@ -47,12 +47,13 @@ def _targets(count: int) -> list[dict[str, Any]]:
     ]
 
 
-def _on_ray(rubric: Rubric, rows: list[dict[str, Any]], spec: str, nodes: int) -> tuple:
+def _on_ray(rubric: Rubric, rows: list[dict[str, Any]], judge: RunningJudge, nodes: int) -> tuple:
     import ray.data
 
     from rubricflow.ray import evaluate_dataset
     from rubricflow.ray.local import local_cluster
 
+    spec = f"openai:bench-judge@{judge.base_url}"
     with local_cluster(nodes=nodes):
         context = ray.data.DataContext.get_current()
         context.execution_options.preserve_order = True
@@ -61,6 +62,7 @@ def _on_ray(rubric: Rubric, rows: list[dict[str, Any]], spec: str, nodes: int) -
             ray.data.from_items(rows[:4]), rubric, judge=spec, concurrency=1, batch_size=2
         )
         warm.take_all()
+        before = judge.stats()["in_flight_seconds"]
         started = time.perf_counter()
         out = evaluate_dataset(
             ray.data.from_items(rows),
@@ -73,10 +75,12 @@ def _on_ray(rubric: Rubric, rows: list[dict[str, Any]], spec: str, nodes: int) -
             target_concurrency=2,
         ).take_all()
         seconds = time.perf_counter() - started
-    return seconds, [(row["id"], row["verdict"], row["score"]) for row in out]
+        held = (judge.stats()["in_flight_seconds"] - before) / seconds
+    return seconds, held, [(row["id"], row["verdict"], row["score"]) for row in out]
 
 
-async def _local(rubric: Rubric, rows: list[dict[str, Any]], spec: str) -> tuple:
+async def _local(rubric: Rubric, rows: list[dict[str, Any]], judge: RunningJudge) -> tuple:
+    spec = f"openai:bench-judge@{judge.base_url}"
     options = {
         "llm": spec,
         "llm_cache": None,
@@ -84,6 +88,7 @@ async def _local(rubric: Rubric, rows: list[dict[str, Any]], spec: str) -> tuple
     }
     async for _ in evaluate_many(rubric, rows[:4], options=options):
         pass
+    before = judge.stats()["in_flight_seconds"]
     started = time.perf_counter()
     out = [
         e
@@ -92,7 +97,8 @@ async def _local(rubric: Rubric, rows: list[dict[str, Any]], spec: str) -> tuple
         )
     ]
     seconds = time.perf_counter() - started
-    return seconds, [(e.target_id, str(e.verdict), e.score) for e in out]
+    held = (judge.stats()["in_flight_seconds"] - before) / seconds
+    return seconds, held, [(e.target_id, str(e.verdict), e.score) for e in out]
 
 
 async def run(quick: bool = False) -> dict[str, Any]:
@@ -100,10 +106,9 @@ async def run(quick: bool = False) -> dict[str, Any]:
     rows = _targets(QUICK_TARGETS if quick else TARGETS)
     judgments = len(rows) * CRITERIA
     with RunningJudge(DELAY) as judge:
-        spec = f"openai:bench-judge@{judge.base_url}"
-        local_s, local = await _local(rubric, rows, spec)
-        one_s, one = await asyncio.to_thread(_on_ray, rubric, rows, spec, 1)
-        two_s, two = await asyncio.to_thread(_on_ray, rubric, rows, spec, 2)
+        local_s, local_held, local = await _local(rubric, rows, judge)
+        one_s, one_held, one = await asyncio.to_thread(_on_ray, rubric, rows, judge, 1)
+        two_s, two_held, two = await asyncio.to_thread(_on_ray, rubric, rows, judge, 2)
     return {
         "judgments": judgments,
         "local_s (16 in flight)": local_s,
@@ -114,4 +119,9 @@ async def run(quick: bool = False) -> dict[str, Any]:
         "two nodes / one (bar >= 1.8)": one_s / two_s,
         "ray one node / local (bar >= 0.85)": local_s / one_s,
         "same_results": local == one == two,
+        # the mean number of calls the judge had in flight: 16 (local, one node) and 32
+        # (two nodes) when the budget is kept full
+        "mean_in_flight_local": local_held,
+        "mean_in_flight_one_node": one_held,
+        "mean_in_flight_two_nodes": two_held,
     }

@@ -261,6 +261,13 @@ class ServerVariables:
         "one JSON access-log line per request",
         shown="1",
     )
+    mcp: bool | None = _var(
+        "RUBRICFLOW_SERVER_MCP",
+        "bool",
+        None,
+        "serve MCP at `/mcp` (with the `mcp` extra)",
+        shown="1",
+    )
 
     def given(self) -> dict[str, Any]:
         """The variables that are set, by field name."""

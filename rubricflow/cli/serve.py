@@ -66,6 +66,15 @@ def serve_command(
             help="One JSON line per request on standard output (never a token or key).",
         ),
     ] = True,
+    mcp: Annotated[
+        bool | None,
+        typer.Option(
+            "--mcp/--no-mcp",
+            help="Serve MCP at /mcp, behind the API's tokens (with the mcp extra; the "
+            "default, env RUBRICFLOW_SERVER_MCP). --no-mcp leaves it out: the server "
+            "starts without importing the MCP SDK.",
+        ),
+    ] = None,
     public_metrics: Annotated[
         bool,
         typer.Option(
@@ -160,6 +169,7 @@ def serve_command(
             ("idempotency_wait_seconds", idempotency_wait),
             ("max_evaluate_targets", max_evaluate_targets),
             ("reward_rubric", reward_rubric),
+            ("mcp", mcp),
         )
         if value is not None
     }

@@ -121,8 +121,11 @@ def mount_mcp(
     app: FastAPI, settings: ServerSettings
 ) -> Callable[[], AbstractAsyncContextManager[Any]]:
     """Route `/mcp` to the MCP endpoint; give what the lifespan runs it in. Without the
-    `mcp` extra nothing is routed (a request is the API's 404) and the lifespan runs
-    nothing."""
+    `mcp` extra, or with MCP turned off (`--no-mcp`), nothing is routed (a request is
+    the API's 404) and the lifespan runs nothing."""
+    if not settings.mcp:
+        _log.debug("no MCP endpoint: turned off (--no-mcp)")
+        return contextlib.nullcontext
     if importlib.util.find_spec("mcp") is None:
         _log.debug("no MCP endpoint: the mcp extra is not installed")
         return contextlib.nullcontext

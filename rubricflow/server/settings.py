@@ -63,6 +63,9 @@ class ServerSettings:
     public_metrics: bool = False
     #: write one JSON access-log line per request (logger `rubricflow.access`)
     access_log: bool = True
+    #: serve MCP at /mcp when the `mcp` extra is installed (off: the SDK is never
+    #: imported, and /mcp is the API's 404)
+    mcp: bool = True
     #: the settings every part of the server uses (limits, checks, the judge's)
     base: Settings = field(default_factory=current, compare=False, repr=False)
 

@@ -40,7 +40,7 @@ def mcp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpServer]:
     folder = tmp_path_factory.mktemp("mcp-server")
     url = f"sqlite+aiosqlite:///{folder / 'server.db'}"
     tokens = prepare_store(url)
-    running = spawn_server(url, log=folder / "server.log")
+    running = spawn_server(url, log=folder / "server.log", mcp=True)
     try:
         yield McpServer(running, tokens)
     finally:

@@ -43,6 +43,7 @@ async def test_the_first_request_after_start_is_answered_within_the_clients_defa
         log=tmp_path / "server.log",
         launcher=SLOW_SDK_SERVE,
         env={"RUBRICFLOW_TEST_SDK_DELAY": SDK_DELAY},
+        mcp=True,
     )
     try:
         mcp = McpServer(server, tokens)
@@ -67,7 +68,7 @@ def test_a_client_that_hangs_up_mid_request_leaves_no_traceback_and_no_500(
 ) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'hangup.db'}"
     tokens = prepare_store(url)
-    server = spawn_server(url, log=tmp_path / "server.log")
+    server = spawn_server(url, log=tmp_path / "server.log", mcp=True)
     try:
         address = urlsplit(server.url)
         # a POST that promises 1,000 bytes of JSON, sends 20, and hangs up

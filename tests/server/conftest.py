@@ -98,11 +98,16 @@ def spawn_server(
     log: Path,
     env: dict[str, str] | None = None,
     launcher: Sequence[str] = ("-m", "rubricflow"),
+    mcp: bool = False,
 ) -> RunningServer:
     """Start `rubricflow serve` on a free port and wait for /healthz. `launcher` is what
-    runs the CLI (a test's script that registers a plugin first, then calls it)."""
+    runs the CLI (a test's script that registers a plugin first, then calls it). Only
+    the MCP tests serve `/mcp` (`mcp=True`); the rest start with `--no-mcp`, which
+    spares each start the SDK's import (about a second of CPU, a hundred-odd times)."""
     port = free_port()
     command = [sys.executable, *launcher, "serve", "--db", db_url, "--port", str(port)]
+    if not mcp:
+        command.append("--no-mcp")
     environment = {**os.environ, **(env or {})}
     handle = log.open("wb")
     process = subprocess.Popen(
@@ -224,7 +229,7 @@ def module_db(request: pytest.FixtureRequest) -> Iterator[str]:
 def module_sqlite_server(
     module_sqlite_db: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RunningServer]:
-    """One `rubricflow serve` (default options) on `module_sqlite_db`, shared by the
+    """One `rubricflow serve` (default options, but `--no-mcp`) on `module_sqlite_db`, shared by the
     module's tests: each uses tokens, types and rows of its own."""
     server = spawn_server(module_sqlite_db, log=tmp_path_factory.mktemp("shared") / "server.log")
     yield server
