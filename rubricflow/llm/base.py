@@ -406,15 +406,18 @@ class LLMProvider(ABC):
         await self.aclose()
 
 
+#: `asyncio.timeout` (Python 3.11+), looked up once: `_within` runs for every judge call
+_DEADLINE: Any = getattr(asyncio, "timeout", None)
+
+
 async def _within(work: Awaitable[ProviderResponse], seconds: float) -> ProviderResponse:
     """`work`'s result, or `asyncio.TimeoutError` after `seconds`. On Python 3.11+ the
     deadline is `asyncio.timeout`, which runs `work` in the caller's task: `wait_for`
     there wraps it in a task of its own, and the two extra event-loop turns it costs
     are spent holding a judge slot (about a tenth of a busy judge's throughput)."""
-    timeout = getattr(asyncio, "timeout", None)
-    if timeout is None:  # Python 3.10
+    if _DEADLINE is None:  # Python 3.10
         return await asyncio.wait_for(work, timeout=seconds)
-    async with timeout(seconds):
+    async with _DEADLINE(seconds):
         return await work
 
 

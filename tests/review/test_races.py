@@ -132,19 +132,15 @@ async def test_concurrent_revisions_leave_one_winner_and_a_conflict(
         artifact = await alice.create("doc", {"text": "first"}, actor="bot")
         read = artifact.version
         results = await asyncio.gather(
-            alice.revise(
-                artifact.id,
-                {"text": "alice"},
-                actor="alice",
-                reason=f"a{round_}",
-                expected_version=read,
-            ),
-            bob.revise(
-                artifact.id,
-                {"text": "bob"},
-                actor="bob",
-                reason=f"b{round_}",
-                expected_version=read,
+            *(
+                writer.revise(
+                    artifact.id,
+                    {"text": name},
+                    actor=name,
+                    reason=f"{name[0]}{round_}",
+                    expected_version=read,
+                )
+                for writer, name in ((alice, "alice"), (bob, "bob"))
             ),
             return_exceptions=True,
         )

@@ -27,28 +27,25 @@ print(json.dumps({
 """
 
 
-def test_building_the_app_routes_mcp_without_importing_the_sdk(tmp_path: Path) -> None:
+def _built(tmp_path: Path, mcp: str) -> dict[str, object]:
+    """What a fresh process that builds the app (MCP `on` or `off`) routes and imports."""
     done = subprocess.run(
-        [sys.executable, "-c", PROGRAM, f"sqlite+aiosqlite:///{tmp_path / 'lazy.db'}", "on"],
+        [sys.executable, "-c", PROGRAM, f"sqlite+aiosqlite:///{tmp_path / 'app.db'}", mcp],
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
     )
-    report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report == {"routed": True, "imported": []}
+    report: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
+
+
+def test_building_the_app_routes_mcp_without_importing_the_sdk(tmp_path: Path) -> None:
+    assert _built(tmp_path, "on") == {"routed": True, "imported": []}
 
 
 def test_an_app_without_mcp_routes_nothing_there(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", PROGRAM, f"sqlite+aiosqlite:///{tmp_path / 'off.db'}", "off"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report == {"routed": False, "imported": []}
+    assert _built(tmp_path, "off") == {"routed": False, "imported": []}
 
 
 @pytest.mark.parametrize("option", ["--no-mcp", "RUBRICFLOW_SERVER_MCP=0"])
