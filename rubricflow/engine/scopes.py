@@ -11,7 +11,7 @@ as content and the user message before it as its query; its metadata says which 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from fractions import Fraction
 from typing import Any
 
@@ -108,13 +108,29 @@ async def score_scoped(criterion: Criterion, target: Target, score: Score, bar: 
     return aggregate_turns(criterion, results, [index for index, _ in turns], bar)
 
 
+#: turns whose judgments start in one event-loop turn. Each start renders a prompt and
+#: sends a request (a few ms of CPU): fifty at once held the loop for tens of ms, while
+#: the judge's answers waited unread and their slots stayed taken
+START_WAVE = 1
+
+
 async def _all(asked: list[Awaitable[Any]]) -> list[Any]:
-    """Every answer, in order; when one raises, the others are cancelled (and awaited)
-    before the error goes on."""
-    tasks = [asyncio.ensure_future(one) for one in asked]
+    """Every answer, in order, started `START_WAVE` at a time with a loop turn between
+    waves; when one raises, the others are cancelled (and awaited), and those not yet
+    started closed, before the error goes on."""
+    tasks: list[asyncio.Future[Any]] = []
     try:
+        for start in range(0, len(asked), START_WAVE):
+            if start:
+                await asyncio.sleep(0)
+                if any(t.done() and not t.cancelled() and t.exception() for t in tasks):
+                    break  # gather raises it: no more turns start
+            tasks.extend(asyncio.ensure_future(one) for one in asked[start : start + START_WAVE])
         return list(await asyncio.gather(*tasks))
     except BaseException:
+        for unstarted in asked[len(tasks) :]:
+            if isinstance(unstarted, Coroutine):
+                unstarted.close()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -4,14 +4,20 @@ assistant turns exactly (min, mean, all), naming the failing turn; `last_turn` a
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import warnings
+from collections import Counter
 from fractions import Fraction
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rubricflow import parse_rubric
 from rubricflow.engine import evaluate
+from rubricflow.engine.scopes import START_WAVE, score_scoped
 from rubricflow.plugins import PluginRegistry, create_plugin_manager
 from rubricflow.results import CriterionResult, Target, exact_number
 
@@ -158,3 +164,82 @@ async def test_a_turn_scope_judges_the_reply_not_a_tool_calling_step() -> None:
     result = await _score(rubric, content)
     assert result.status == "scored" and result.score == 1.0
     assert "message 1" in result.evidence[0]
+
+
+def _turn_result(criterion: Any, score: float) -> CriterionResult:
+    return CriterionResult(
+        criterion_id=criterion.id,
+        status="scored",
+        score=score,
+        weight=criterion.weight,
+        required=criterion.required,
+        scorer="test",
+    )
+
+
+async def _with_loop_ticks(work: Any) -> tuple[Any, list[int]]:
+    """`work(tick)`'s result, while a task counts the event loop's turns: `tick()` says
+    which turn it is now."""
+    ticks = [0]
+
+    async def count() -> None:
+        while True:
+            await asyncio.sleep(0)
+            ticks[0] += 1
+
+    counter = asyncio.ensure_future(count())
+    try:
+        return await work(lambda: ticks[0]), ticks
+    finally:
+        counter.cancel()
+
+
+async def test_a_long_conversations_turns_start_a_few_per_loop_turn() -> None:
+    """Fifty judgments starting in one loop turn held the loop while the judge's answers
+    waited unread; the turns start START_WAVE at a time, every one still scored."""
+    (criterion,) = _rubric("each_turn", "mean").criteria
+    conversation = _conversation([3] * 50)
+    started: list[int] = []
+
+    async def work(tick: Any) -> Any:
+        async def score(criterion: Any, target: Target) -> CriterionResult:
+            started.append(tick())
+            await asyncio.sleep(0)
+            return _turn_result(criterion, 1.0 if target.metadata["turn"] % 2 else 0.5)
+
+        return await score_scoped(criterion, Target(content=conversation), score, 0.5)
+
+    result, _ = await _with_loop_ticks(work)
+    assert len(started) == 50
+    assert max(Counter(started).values()) <= START_WAVE
+    assert len(set(started)) >= 50 // START_WAVE
+    assert result.exact_score == Fraction(3, 4)  # 25 turns at 1, 25 at 1/2
+
+
+async def test_a_turn_that_fails_early_stops_the_rest_and_starts_no_more() -> None:
+    """The first wave's error goes on; its wave is cancelled, and the turns not yet
+    started are closed, never run (no 'never awaited' warning) and never left pending."""
+    (criterion,) = _rubric("each_turn").criteria
+    conversation = _conversation([3] * 20)
+    started: list[int] = []
+    cancelled: list[int] = []
+
+    async def score(criterion: Any, target: Target) -> CriterionResult:
+        turn = target.metadata["turn"]
+        started.append(turn)
+        if turn == 1:
+            raise RuntimeError("turn 1 broke")
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(turn)
+            raise
+        raise AssertionError("unreachable")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(RuntimeError, match="turn 1 broke"):
+            await score_scoped(criterion, Target(content=conversation), score, 0.5)
+        gc.collect()
+    assert len(started) < 20
+    assert sorted(cancelled) == [t for t in started if t != 1]
