@@ -149,8 +149,11 @@ class HTTPProvider(LLMProvider):
         shards = -(-size // POOL_SHARD)
         per_shard = -(-size // shards)
         limits = httpx.Limits(max_connections=per_shard, max_keepalive_connections=per_shard)
-        # one TLS context for them all: each pool would load the CA bundle (~50 ms)
-        tls = httpx.create_ssl_context()
+        # one TLS context for them all: each pool would load the CA bundle (~50 ms, in the
+        # event loop's thread, on the judge's first call). A plain-http judge (llama.cpp,
+        # Ollama, vLLM on a local port) speaks no TLS, so its context loads nothing
+        secure = self.base_url.lower().startswith("https:")
+        tls = httpx.create_ssl_context(verify=secure)
         proxy = environment_proxy(self.base_url)
         try:
             return [

@@ -4,16 +4,21 @@ answers past the timeout, dropped connections, and servers that refuse json_sche
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import gzip
 import json
+import ssl
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
 from rubricflow import evaluate
 from rubricflow.llm import LLMSession
 from rubricflow.llm.http import environment_proxy
+from rubricflow.llm.providers.openai import OpenAIProvider
 
 from .fixtures import fast, rubric, session_for
 from .scripted import Reply, ScriptedServer, openai_reply, verdict
@@ -311,3 +316,55 @@ async def test_credentials_in_the_base_url_are_sent_as_basic_auth(server: Script
     assert request.headers["authorization"] == expected
     assert request.path == "/v1/chat/completions"
     assert "s3cret" not in json.dumps(evaluation.to_dict())
+
+
+@pytest.fixture
+def self_signed_tls(tmp_path: Path) -> ssl.SSLContext:
+    """A server-side TLS context with a certificate no CA signed (made by openssl)."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-subj", "/CN=127.0.0.1", "-keyout", str(key), "-out", str(cert)),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    return context
+
+
+async def test_an_https_judge_is_verified_and_a_plain_http_one_loads_no_ca_bundle(
+    self_signed_tls: ssl.SSLContext,
+) -> None:
+    """Only an https judge pays for loading the CA bundle, and it still checks the
+    certificate: a judge whose certificate nobody signed gets no request."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0, ssl=self_signed_tls)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with LLMSession(f"openai:judge@https://127.0.0.1:{port}/v1", settings=fast()) as s:
+            evaluation = await evaluate(ONE, TARGET, options={"llm": s, "llm_cache": None})
+    finally:
+        server.close()
+        await server.wait_closed()
+    (result,) = evaluation.criteria
+    assert result.status == "unable_to_evaluate"
+    assert "CERTIFICATE_VERIFY_FAILED" in result.notes or "certificate" in result.notes.lower()
+    assert {call.outcome for call in result.llm_calls} == {"connection_error"}
+
+    plain = OpenAIProvider("judge", base_url="http://127.0.0.1:9/v1")
+    secure = OpenAIProvider("judge", base_url=f"https://127.0.0.1:{port}/v1")
+    for provider, cas in ((plain, 0), (secure, None)):
+        pools = provider._open_pools()
+        contexts = {id(pool._pool._ssl_context) for pool in pools}  # type: ignore[attr-defined]
+        context = pools[0]._pool._ssl_context  # type: ignore[attr-defined]
+        assert len(contexts) == 1  # one context shared by the pools
+        if cas == 0:
+            assert context.cert_store_stats()["x509_ca"] == 0
+        else:
+            assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
