@@ -8,6 +8,7 @@ import base64
 import json
 import logging
 import socket
+import ssl
 import time
 import urllib.parse
 import urllib.request
@@ -39,17 +40,34 @@ UNRESOLVED_FOR = 30.0
 logger = logging.getLogger("rubricflow.llm")
 
 
-def unresolved_host(error: BaseException) -> str | None:
-    """The resolver's message when `error` (an httpx error) comes from a host name that
-    does not resolve (`socket.gaierror` anywhere in its chain), else None."""
+def _in_chain(error: BaseException, kind: type[BaseException]) -> BaseException | None:
+    """The first exception of `kind` in `error`'s chain of causes, or None."""
     seen: BaseException | None = error
     for _ in range(8):
         if seen is None:
             return None
-        if isinstance(seen, socket.gaierror):
-            return seen.strerror or str(seen)
+        if isinstance(seen, kind):
+            return seen
         seen = seen.__cause__ or seen.__context__
     return None
+
+
+def unresolved_host(error: BaseException) -> str | None:
+    """The resolver's message when `error` (an httpx error) comes from a host name that
+    does not resolve (`socket.gaierror` anywhere in its chain), else None."""
+    found = _in_chain(error, socket.gaierror)
+    if found is None:
+        return None
+    return getattr(found, "strerror", None) or str(found)
+
+
+def untrusted_certificate(error: BaseException) -> str | None:
+    """Why the server's certificate did not verify, when `error` (an httpx error) comes
+    from that (`ssl.SSLCertVerificationError` in its chain), else None."""
+    found = _in_chain(error, ssl.SSLCertVerificationError)
+    if found is None:
+        return None
+    return getattr(found, "verify_message", None) or str(found)
 
 
 def environment_proxy(url: str) -> str | None:
@@ -273,6 +291,15 @@ class HTTPProvider(LLMProvider):
                 retryable=True,
             ) from None
         except httpx.ConnectError as error:
+            untrusted = untrusted_certificate(error)
+            if untrusted is not None:  # asking again gets the same certificate
+                raise TransportError(
+                    "connection_error",
+                    f"the certificate of {self.endpoint} did not verify ({untrusted}): fix "
+                    "the server's certificate, or trust the CA that signed it with "
+                    "SSL_CERT_FILE=/path/to/ca.pem (or SSL_CERT_DIR)",
+                    retryable=False,
+                ) from None
             resolver = unresolved_host(error)
             if resolver is None:
                 detail = str(error) or type(error).__name__
