@@ -119,13 +119,21 @@ async def _all(asked: list[Awaitable[Any]]) -> list[Any]:
     waves; when one raises, the others are cancelled (and awaited), and those not yet
     started closed, before the error goes on."""
     tasks: list[asyncio.Future[Any]] = []
+    failed: list[asyncio.Future[Any]] = []
+
+    def note(task: asyncio.Future[Any]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            failed.append(task)
+
     try:
         for start in range(0, len(asked), START_WAVE):
             if start:
                 await asyncio.sleep(0)
-                if any(t.done() and not t.cancelled() and t.exception() for t in tasks):
+                if failed:
                     break  # gather raises it: no more turns start
-            tasks.extend(asyncio.ensure_future(one) for one in asked[start : start + START_WAVE])
+            for one in asked[start : start + START_WAVE]:
+                tasks.append(asyncio.ensure_future(one))
+                tasks[-1].add_done_callback(note)
         return list(await asyncio.gather(*tasks))
     except BaseException:
         for unstarted in asked[len(tasks) :]:

@@ -13,7 +13,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -40,7 +40,10 @@ UNRESOLVED_FOR = 30.0
 logger = logging.getLogger("rubricflow.llm")
 
 
-def _in_chain(error: BaseException, kind: type[BaseException]) -> BaseException | None:
+_Raised = TypeVar("_Raised", bound=BaseException)
+
+
+def _in_chain(error: BaseException, kind: type[_Raised]) -> _Raised | None:
     """The first exception of `kind` in `error`'s chain of causes, or None."""
     seen: BaseException | None = error
     for _ in range(8):
@@ -58,7 +61,7 @@ def unresolved_host(error: BaseException) -> str | None:
     found = _in_chain(error, socket.gaierror)
     if found is None:
         return None
-    return getattr(found, "strerror", None) or str(found)
+    return found.strerror or str(found)
 
 
 def untrusted_certificate(error: BaseException) -> str | None:
@@ -67,7 +70,7 @@ def untrusted_certificate(error: BaseException) -> str | None:
     found = _in_chain(error, ssl.SSLCertVerificationError)
     if found is None:
         return None
-    return getattr(found, "verify_message", None) or str(found)
+    return found.verify_message or str(found)
 
 
 def environment_proxy(url: str) -> str | None:

@@ -177,7 +177,7 @@ def _turn_result(criterion: Any, score: float) -> CriterionResult:
     )
 
 
-async def _with_loop_ticks(work: Any) -> tuple[Any, list[int]]:
+async def _with_loop_ticks(work: Any) -> Any:
     """`work(tick)`'s result, while a task counts the event loop's turns: `tick()` says
     which turn it is now."""
     ticks = [0]
@@ -189,7 +189,7 @@ async def _with_loop_ticks(work: Any) -> tuple[Any, list[int]]:
 
     counter = asyncio.ensure_future(count())
     try:
-        return await work(lambda: ticks[0]), ticks
+        return await work(lambda: ticks[0])
     finally:
         counter.cancel()
 
@@ -209,7 +209,7 @@ async def test_a_long_conversations_turns_start_a_few_per_loop_turn() -> None:
 
         return await score_scoped(criterion, Target(content=conversation), score, 0.5)
 
-    result, _ = await _with_loop_ticks(work)
+    result = await _with_loop_ticks(work)
     assert len(started) == 50
     assert max(Counter(started).values()) <= START_WAVE
     assert len(set(started)) >= 50 // START_WAVE

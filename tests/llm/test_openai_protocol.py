@@ -359,14 +359,15 @@ async def test_an_https_judge_is_verified_and_a_plain_http_one_loads_no_ca_bundl
     # the same certificate comes back on every attempt: asked once, not retried
     assert [call.outcome for call in result.llm_calls] == ["connection_error"]
 
-    plain = OpenAIProvider("judge", base_url="http://127.0.0.1:9/v1")
-    secure = OpenAIProvider("judge", base_url=f"https://127.0.0.1:{port}/v1")
-    for provider, cas in ((plain, 0), (secure, None)):
-        pools = provider._open_pools()
-        contexts = {id(pool._pool._ssl_context) for pool in pools}  # type: ignore[attr-defined]
-        context = pools[0]._pool._ssl_context  # type: ignore[attr-defined]
-        assert len(contexts) == 1  # one context shared by the pools
-        if cas == 0:
-            assert context.cert_store_stats()["x509_ca"] == 0
-        else:
-            assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    plain = _shared_tls_context(OpenAIProvider("judge", base_url="http://127.0.0.1:9/v1"))
+    assert plain.cert_store_stats()["x509_ca"] == 0
+    secure = _shared_tls_context(OpenAIProvider("judge", base_url=f"https://127.0.0.1:{port}/v1"))
+    assert secure.verify_mode == ssl.CERT_REQUIRED and secure.check_hostname
+
+
+def _shared_tls_context(provider: OpenAIProvider) -> ssl.SSLContext:
+    """The one TLS context all of `provider`'s connection pools share."""
+    contexts = {pool._pool._ssl_context for pool in provider._open_pools()}  # type: ignore[attr-defined]
+    assert len(contexts) == 1  # one context shared by the pools
+    (context,) = contexts
+    return context  # type: ignore[no-any-return]
