@@ -61,14 +61,15 @@ def check_formula(formula: str, names: Iterable[str]) -> ast.expr:
     tree = _parse(formula)
     known = set(names)
     try:
+        callees = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
         for node in ast.walk(tree):
-            _allowed(node, known)
+            _allowed(node, known, callees)
     except RecursionError:
         raise FormulaError("calculate_output is nested too deeply") from None
     return tree
 
 
-def _allowed(node: ast.AST, known: set[str]) -> None:
+def _allowed(node: ast.AST, known: set[str], callees: set[int]) -> None:
     if isinstance(node, ast.BinOp):
         if type(node.op) not in _BINARY:
             raise FormulaError(f"operator {type(node.op).__name__} is not arithmetic allowed here")
@@ -79,10 +80,8 @@ def _allowed(node: ast.AST, known: set[str]) -> None:
         if isinstance(node.value, bool) or not isinstance(node.value, int | float):
             raise FormulaError(f"{node.value!r} is not a number")
     elif isinstance(node, ast.Name):
-        if node.id not in known and node.id not in FUNCTIONS:
-            raise FormulaError(
-                f"{node.id!r} is not a grader of this multi grader ({', '.join(sorted(known))})"
-            )
+        if id(node) not in callees:  # a called name is _allowed_call's to check
+            _allowed_name(node.id, known)
     elif isinstance(node, ast.Call):
         _allowed_call(node)
     elif not isinstance(node, ast.operator | ast.unaryop | ast.expr_context):
@@ -90,6 +89,15 @@ def _allowed(node: ast.AST, known: set[str]) -> None:
             f"{type(node).__name__} is not arithmetic; only + - * / ^ and "
             f"{', '.join(FUNCTIONS)} are allowed"
         )
+
+
+def _allowed_name(name: str, known: set[str]) -> None:
+    if name in known:
+        return
+    if name in FUNCTIONS:
+        raise FormulaError(f"{name} is a function: call it, as in {name}(a)")
+    graders = ", ".join(sorted(known))
+    raise FormulaError(f"{name!r} is not a grader of this multi grader ({graders})")
 
 
 def _allowed_call(node: ast.Call) -> None:
@@ -119,6 +127,8 @@ def _value(node: ast.expr, values: Mapping[str, float]) -> float:
             raise FormulaError(f"{node.value!r} is not a number")
         return float(node.value)
     if isinstance(node, ast.Name):
+        if node.id not in values:
+            raise FormulaError(f"{node.id!r} has no value")
         return float(values[node.id])
     if isinstance(node, ast.UnaryOp):
         inner = _value(node.operand, values)

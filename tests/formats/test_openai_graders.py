@@ -257,9 +257,20 @@ def test_formula_values_and_bounds() -> None:
     for bad in ("a / b", "2 ^ 1000", "sqrt(-1)", "9 ^ 9 ^ 9"):
         with pytest.raises(FormulaError):
             value(bad, a=1, b=0)
+    # a function's bare name is not a value: refused when checked, naming the fix
+    for bare in ("ceil", "a + min", "sqrt * 2"):
+        with pytest.raises(FormulaError, match="is a function: call it"):
+            check_formula(bare, ["a"])
+    # a grader may share a function's name; the name is then the grader's score
+    assert value("min + min(1, 2)", min=0.5) == 1.5
 
 
-@given(st.text(max_size=40))
+@given(
+    st.text(max_size=40)
+    | st.lists(
+        st.sampled_from(["a", "ceil", "min", "(", ")", "+", "^", ",", "1", "-", "*"]), max_size=12
+    ).map(" ".join)
+)
 @settings(max_examples=300, deadline=None)
 def test_any_text_is_refused_or_computed_never_run(text: str) -> None:
     from rubricflow.formats.arithmetic import FormulaError, check_formula, evaluate_formula
