@@ -142,30 +142,33 @@ class BatchEvaluator:
             target=self._loop.run_forever, name="rubricflow-ray-actor", daemon=True
         )
         self._thread.start()
+        if judge.spec is not None:
+            # opened before any batch: the batches an actor scores at once share it
+            asyncio.run_coroutine_threadsafe(self._open_session(), self._loop).result()
 
     def __call__(self, batch: Any) -> dict[str, list[Any]]:
+        """One batch's evaluation columns. Ray Data may call this from several threads at
+        once (`BATCHES_PER_ACTOR`); each batch runs on the actor's one event loop."""
         rows = batch.to_pylist() if hasattr(batch, "to_pylist") else _rows_of(batch)
         future = asyncio.run_coroutine_threadsafe(self._evaluate(rows), self._loop)
         return evaluation_columns(future.result())
 
-    async def _judge_session(self) -> LLMSession:
-        if self._session is None:
-            cache, self._close_cache = await open_cache(self._cache_option)
-            self._session = LLMSession(
-                self._judge.spec,
-                plugins=self._plugins,
-                allow_import=bool(self._options.get("allow_import")),
-                settings=self._judge.settings or None,
-                cache=cache,
-            )
-        return self._session
+    async def _open_session(self) -> None:
+        cache, self._close_cache = await open_cache(self._cache_option)
+        self._session = LLMSession(
+            self._judge.spec,
+            plugins=self._plugins,
+            allow_import=bool(self._options.get("allow_import")),
+            settings=self._judge.settings or None,
+            cache=cache,
+        )
 
     async def _evaluate(self, rows: list[dict[str, Any]]) -> list[tuple[int | None, Evaluation]]:
         pairs = [(self._rubric_of(row), _target_of(row)) for row in rows]
         options = dict(self._options)
         inner = dict(options.pop("options", None) or {})
-        if self._judge.spec is not None:
-            inner["llm"] = await self._judge_session()
+        if self._session is not None:
+            inner["llm"] = self._session
         target_concurrency = int(options.pop("target_concurrency", 8))
         evaluations: list[Evaluation] = []
         with admit_with(self._gate):
