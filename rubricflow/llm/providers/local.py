@@ -17,6 +17,7 @@ fits in `max_tokens`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import threading
@@ -91,7 +92,18 @@ def _bundled_model_path() -> Path:
     from rubricflow.llm.cache import default_cache_dir
 
     target = default_cache_dir() / "models" / str(gguf.MODEL_NAME)
-    return Path(gguf.assemble(output_path=target))
+    if target.exists():
+        with contextlib.suppress(FileExistsError):  # not the expected file: made again
+            return Path(gguf.assemble(output_path=target))  # checks its sha256
+    # written beside it under a name of its own, then renamed: processes assembling at
+    # once (test workers, a pool's workers) never see each other's half-written file
+    partial = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.part")
+    try:
+        gguf.assemble(output_path=partial, overwrite=True)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+    return target
 
 
 class LocalProvider(LLMProvider):
