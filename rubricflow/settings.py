@@ -533,6 +533,15 @@ class Settings:
         "the GGUF file the `local` judge loads",
         shown="Gemma 3 270M",
     )
+    local_threads: int | None = _var(
+        "RUBRICFLOW_LOCAL_THREADS",
+        "int",
+        None,
+        "the CPU threads the `local` judge computes with; on a busy machine 1 is safest",
+        example="a whole number of threads (e.g. 1)",
+        shown="half the CPUs",
+        low=1,
+    )
     cache_dir: str | None = _var(
         "RUBRICFLOW_CACHE_DIR",
         "text",

@@ -29,6 +29,9 @@ def clean_llm_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
         monkeypatch.delenv(name, raising=False)
     cache_dir = tmp_path / "rf-cache"
     monkeypatch.setenv("RUBRICFLOW_CACHE_DIR", str(cache_dir))
+    # the in-process model beside the other test workers: llama.cpp's threads spin while
+    # they wait for each other, so two of them on a busy machine took minutes, one seconds
+    monkeypatch.setenv("RUBRICFLOW_LOCAL_THREADS", "1")
     return cache_dir
 
 

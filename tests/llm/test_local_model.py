@@ -141,6 +141,9 @@ def _llama_server(
         str(port),
         "--n_ctx",
         "2048",
+        # one thread: llama.cpp's threads spin against the other test workers (docs/llm.md)
+        "--n_threads",
+        "1",
         *extra,
     ]
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
