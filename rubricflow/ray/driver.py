@@ -105,8 +105,9 @@ def _scored(
         batch_size=batch_size,
         batch_format="pyarrow",
         num_cpus=actor_cpus,
-        # judge-bound work: actors on every node, not packed onto the first
-        scheduling_strategy="SPREAD",
+        # actors go on every node, not packed onto the first, by Ray Data's default
+        # scheduling strategy for map workers (DataContext.scheduling_strategy, "SPREAD");
+        # passing it here is a `ray_remote_args`, deprecated and gone in Ray 2.64
     )
 
 
