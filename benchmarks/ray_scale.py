@@ -33,7 +33,7 @@ QUICK_TARGETS = 24
 PER_ACTOR = 16
 ACTORS_PER_NODE = 1
 BUDGET = 32
-#: targets in a batch, all scored at once (the actor's 8 judge slots pace them): with
+#: targets in a batch, all scored at once (the actor's judge slots pace them): with
 #: 2 at a time, each target's last criteria left slots empty and a batch took 15% longer
 BATCH = 10
 

@@ -25,11 +25,10 @@ def test_by_default_half_the_usable_cpus_and_at_least_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("RUBRICFLOW_LOCAL_THREADS", raising=False)
-    usable = len(os.sched_getaffinity(0))
-    assert default_threads() == max(1, usable // 2)
-    assert LocalProvider("model.gguf").n_threads == default_threads()
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
-    assert default_threads() == 1
+    for usable, threads in ((8, 4), (4, 2), (3, 1), (2, 1), (1, 1)):
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid, n=usable: set(range(n)))
+        assert default_threads() == threads
+        assert LocalProvider("model.gguf").n_threads == threads
 
 
 def test_a_bad_thread_count_names_the_variable_and_the_fix(
