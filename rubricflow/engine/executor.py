@@ -11,6 +11,7 @@ import asyncio
 import collections
 import contextlib
 import inspect
+import itertools
 import sys
 import time
 import uuid
@@ -459,6 +460,9 @@ async def evaluate_cases(
     pending: collections.deque[asyncio.Task[Evaluation]] = collections.deque()
 
     from rubricflow.llm.session import shared_llm_session
+    from rubricflow.llm.slots import ranked
+
+    ranks = itertools.count()
 
     async with shared_llm_session(options) as shared:
         source = _async_items(cases)
@@ -478,7 +482,10 @@ async def evaluate_cases(
                         # are still evaluated and yielded, then the error is raised
                         broken, exhausted = error, True
                         break
-                    task = asyncio.ensure_future(evaluate(case_rubric, item, **shared))
+                    # numbered so the judge serves the oldest target first (see slots.py)
+                    task = asyncio.ensure_future(
+                        ranked(next(ranks), evaluate(case_rubric, item, **shared))
+                    )
                     pending.append(task)
                     running.append(task)
                 if not pending:

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Literal
 from rubricflow.conversation import ImagePart
 from rubricflow.errors import ConfigurationError, RubricflowError
 from rubricflow.llm.admission import admitted
+from rubricflow.llm.slots import OrderedSlots
 from rubricflow.results import CallOutcome
 from rubricflow.settings import current as current_settings
 
@@ -290,7 +291,7 @@ class ProviderResponse:
 @dataclass
 class _LoopState:
     loop: asyncio.AbstractEventLoop
-    semaphore: asyncio.Semaphore
+    semaphore: OrderedSlots
     pacing: asyncio.Lock
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -348,7 +349,7 @@ class LLMProvider(ABC):
         loop = asyncio.get_running_loop()
         if self._state is None or self._state.loop is not loop:
             self._state = _LoopState(
-                loop, asyncio.Semaphore(self.settings.max_concurrency), asyncio.Lock()
+                loop, OrderedSlots(self.settings.max_concurrency), asyncio.Lock()
             )
             self._on_new_loop()
         return self._state

@@ -1,0 +1,90 @@
+"""A judge's concurrency slots, handed out oldest target first.
+
+A provider allows `max_concurrency` calls at once. With a plain FIFO semaphore, targets
+evaluated together share the slots call by call, so they progress in lockstep and finish
+together: the judge then idles through the last calls' tail and the next targets'
+start, once per group (a tenth of a busy judge for 50-turn conversations two at a time).
+Served oldest target first, the earliest target takes every slot it can use and the
+later ones fill the slots it leaves, so one target's tail overlaps the next one's work.
+
+`evaluate_cases` numbers its targets (`ranked`); calls made outside it share one rank
+and are served first come, first served.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import heapq
+import itertools
+from collections.abc import Awaitable
+from types import TracebackType
+from typing import TypeVar
+
+__all__ = ["OrderedSlots", "current_rank", "ranked"]
+
+T = TypeVar("T")
+
+#: the rank of the target whose evaluation runs in this context (lower goes first);
+#: tasks started inside inherit it
+_rank: contextvars.ContextVar[int] = contextvars.ContextVar("rubricflow_target_rank", default=0)
+
+
+def current_rank() -> int:
+    """The rank calls made here wait with."""
+    return _rank.get()
+
+
+async def ranked(rank: int, work: Awaitable[T]) -> T:
+    """`work` awaited with `rank` as its calls' rank (run it as a task of its own: the rank
+    is set in the task's context, so the caller's is untouched)."""
+    _rank.set(rank)
+    return await work
+
+
+class OrderedSlots:
+    """A semaphore whose waiters are woken by (rank, arrival), not by arrival alone."""
+
+    def __init__(self, slots: int) -> None:
+        if slots < 1:
+            raise ValueError(f"a judge needs at least one slot, got {slots}")
+        self._free = slots
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._arrivals = itertools.count()
+
+    def locked(self) -> bool:
+        """True when a call would wait for a slot (a freed slot goes straight to a
+        waiter, so free slots and waiters never coexist)."""
+        return self._free == 0
+
+    async def acquire(self) -> None:
+        if not self.locked():
+            self._free -= 1
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (_rank.get(), next(self._arrivals), waiter))
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # handed a slot as it was cancelled: pass it on
+            raise
+
+    def release(self) -> None:
+        while self._waiters:
+            _, _, waiter = heapq.heappop(self._waiters)
+            if not waiter.done():
+                waiter.set_result(None)  # the slot passes straight to the waiter
+                return
+        self._free += 1
+
+    async def __aenter__(self) -> None:
+        await self.acquire()
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.release()
