@@ -11,7 +11,6 @@ import asyncio
 import collections
 import contextlib
 import inspect
-import itertools
 import sys
 import time
 import uuid
@@ -460,9 +459,7 @@ async def evaluate_cases(
     pending: collections.deque[asyncio.Task[Evaluation]] = collections.deque()
 
     from rubricflow.llm.session import shared_llm_session
-    from rubricflow.llm.slots import ranked
-
-    ranks = itertools.count()
+    from rubricflow.llm.slots import next_rank, ranked
 
     async with shared_llm_session(options) as shared:
         source = _async_items(cases)
@@ -484,7 +481,7 @@ async def evaluate_cases(
                         break
                     # numbered so the judge serves the oldest target first (see slots.py)
                     task = asyncio.ensure_future(
-                        ranked(next(ranks), evaluate(case_rubric, item, **shared))
+                        ranked(next_rank(), evaluate(case_rubric, item, **shared))
                     )
                     pending.append(task)
                     running.append(task)

@@ -7,8 +7,10 @@ start, once per group (a tenth of a busy judge for 50-turn conversations two at 
 Served oldest target first, the earliest target takes every slot it can use and the
 later ones fill the slots it leaves, so one target's tail overlaps the next one's work.
 
-`evaluate_cases` numbers its targets (`ranked`); calls made outside it share one rank
-and are served first come, first served.
+`evaluate_cases` ranks each target as it starts it (`ranked`, `next_rank`), from one
+counter for the whole process, so two runs in one process (two batches on a Ray actor)
+are served by their targets' start too; a call made outside any ranked target takes its
+rank when it asks for a slot (first come, first served among such calls).
 """
 
 from __future__ import annotations
@@ -21,17 +23,25 @@ from collections.abc import Awaitable
 from types import TracebackType
 from typing import TypeVar
 
-__all__ = ["OrderedSlots", "current_rank", "ranked"]
+__all__ = ["OrderedSlots", "current_rank", "next_rank", "ranked"]
 
 T = TypeVar("T")
 
 #: the rank of the target whose evaluation runs in this context (lower goes first);
 #: tasks started inside inherit it
-_rank: contextvars.ContextVar[int] = contextvars.ContextVar("rubricflow_target_rank", default=0)
+_rank: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "rubricflow_target_rank", default=None
+)
+_ranks = itertools.count()
 
 
-def current_rank() -> int:
-    """The rank calls made here wait with."""
+def next_rank() -> int:
+    """A rank after every rank handed out so far in this process."""
+    return next(_ranks)
+
+
+def current_rank() -> int | None:
+    """The rank of the target evaluated here; None outside any ranked target."""
     return _rank.get()
 
 
@@ -62,7 +72,10 @@ class OrderedSlots:
             self._free -= 1
             return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._waiters, (_rank.get(), next(self._arrivals), waiter))
+        rank = _rank.get()
+        if rank is None:
+            rank = next(_ranks)
+        heapq.heappush(self._waiters, (rank, next(self._arrivals), waiter))
         try:
             await waiter
         except asyncio.CancelledError:

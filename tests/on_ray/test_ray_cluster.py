@@ -86,7 +86,8 @@ def test_the_budget_actor_spaces_starts_by_the_rpm() -> None:
 
 class _InProcess:
     """A JudgeBudget's methods called as a Ray actor handle's are (`.remote(...)`), in
-    this process."""
+    this process. As with Ray, a call is sent at once: it runs until it first waits (a
+    release completes there and then, even if the caller's loop stops next)."""
 
     def __init__(self, budget: Any) -> None:
         self._budget = budget
@@ -97,16 +98,39 @@ class _InProcess:
         class Remote:
             @staticmethod
             def remote(*args: Any) -> Any:
-                return asyncio.ensure_future(method(*args))
+                return asyncio.ensure_future(_sent_at_once(method(*args)))
 
         return Remote
+
+
+def _sent_at_once(call: Any) -> Any:
+    """`call` (a coroutine) run now up to its first wait; an awaitable of its result."""
+    try:
+        step = call.send(None)
+    except StopIteration as done:
+        finished = asyncio.get_running_loop().create_future()
+        finished.set_result(done.value)
+        return finished
+
+    async def rest(step: Any) -> Any:
+        while True:  # the coroutine waits on `step` (a future, or None for a bare turn)
+            if step is None:
+                await asyncio.sleep(0)
+            else:
+                await asyncio.wait({step})
+            try:
+                step = call.send(None)
+            except StopIteration as done:
+                return done.value
+
+    return rest(step)
 
 
 def test_leased_slots_pass_between_one_actors_calls_and_the_budget_still_bounds_all() -> None:
     """Two actors of a budget of 3, twenty calls each: a slot a call frees goes to the
     actor's next waiting call (fewer grants than calls), never more than 3 calls run at
     once, and every slot is back in the budget at the end."""
-    from rubricflow.ray.budget import JudgeBudget, SlotLeases
+    from rubricflow.ray.budget import SPARE_TURNS, JudgeBudget, SlotLeases
 
     async def run() -> tuple[int, dict[str, Any]]:
         budget = JudgeBudget(3)
@@ -123,7 +147,8 @@ def test_leased_slots_pass_between_one_actors_calls_and_the_budget_still_bounds_
 
         actors = [SlotLeases(handle, f"run/actor-{i}") for i in range(2)]
         await asyncio.gather(*(call(a, n) for a in actors for n in range(20)))
-        for _ in range(10):  # the last releases are sent, not awaited
+        # kept slots go back once no call took them; the releases are sent, not awaited
+        for _ in range(SPARE_TURNS + 10):
             await asyncio.sleep(0)
         return running["peak"], await budget.figures()
 
@@ -131,6 +156,61 @@ def test_leased_slots_pass_between_one_actors_calls_and_the_budget_still_bounds_
     assert 1 < peak <= 3
     assert figures["peak"] <= 3 and figures["in_flight"] == 0
     assert figures["admitted"] < 40  # leased slots served several calls each
+
+
+def test_a_call_behind_the_judge_slots_takes_the_slot_the_last_call_left() -> None:
+    """As in a provider: each call takes one of the actor's 2 judge slots, then a budget
+    slot, and frees them in the other order, so no call waits at the budget when one
+    gives its slot back. Thirty calls are served by the slots kept for the next call
+    (the budget asked a few times, not thirty); idle, they go back to the budget within
+    a few loop turns, also when the loop then stops (a loop per call, as a sync bridge
+    makes); a kept slot whose lease ran out is not used."""
+    from rubricflow.llm.slots import OrderedSlots
+    from rubricflow.ray.budget import SPARE_TURNS, JudgeBudget, SlotLeases
+
+    budget = JudgeBudget(4)
+
+    async def settle() -> None:
+        for _ in range(SPARE_TURNS + 10):
+            await asyncio.sleep(0)
+
+    async def run(leases: Any, calls: int) -> dict[str, Any]:
+        judge_slots = OrderedSlots(2)
+
+        async def call() -> None:
+            async with judge_slots:
+                granted = await leases.take()
+                try:
+                    await asyncio.sleep(0.001)
+                finally:
+                    leases.give_back(granted)
+
+        await asyncio.gather(*(call() for _ in range(calls)))
+        return await budget.figures()
+
+    async def idle() -> dict[str, Any]:
+        await settle()
+        return await budget.figures()
+
+    leases = SlotLeases(_InProcess(budget), "run/actor")
+    busy = asyncio.run(run(leases, 30))
+    after_loop = asyncio.run(idle())
+    assert busy["admitted"] <= 4 and busy["peak"] <= 2
+    assert after_loop["in_flight"] == 0 and leases.spare == 0
+
+    async def expired() -> dict[str, Any]:
+        short = SlotLeases(_InProcess(budget), "run/other", lease_seconds=0.01)
+        granted = await short.take()
+        short.give_back(granted)  # kept, for a call that does not come in time
+        await asyncio.sleep(0.02)
+        granted = await short.take()  # the lease ran out: released, a new one asked for
+        short.give_back(granted)
+        await settle()
+        return await budget.figures()
+
+    before = after_loop["admitted"]
+    after = asyncio.run(expired())
+    assert after["admitted"] == before + 2 and after["in_flight"] == 0
 
 
 def test_a_run_that_ends_gives_back_the_slots_its_stopped_actors_held() -> None:

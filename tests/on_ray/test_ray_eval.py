@@ -9,6 +9,8 @@ import asyncio
 import hashlib
 import json
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -277,3 +279,23 @@ def test_a_database_password_stays_out_of_what_the_actors_are_started_with(
     assert config.cache == "postgresql://rubric:***@127.0.0.1:5432/test"
     assert cloudpickle.loads(cloudpickle.dumps(config)).cache_option() == url
     assert JudgeConfig(None, cache="memory").cache_option() == "memory"
+
+
+def test_the_budget_actors_process_does_not_load_ray_data() -> None:
+    """The budget actor's process imports `rubricflow.ray.budget` only: Ray Data and
+    pandas (half a second of its start, beside the evaluation actors') stay out, and the
+    package's names still load when used."""
+    probe = (
+        "import sys, rubricflow.ray.budget; "
+        "print('ray.data' in sys.modules, 'pandas' in sys.modules); "
+        "from rubricflow.ray import RayEvaluator, evaluate_dataset; "
+        "print('ray.data' in sys.modules, callable(evaluate_dataset))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.split() == ["False", "False", "True", "True"]
+    import rubricflow.ray
+
+    with pytest.raises(AttributeError, match="no attribute 'evaluate_datasets'"):
+        rubricflow.ray.evaluate_datasets  # noqa: B018
