@@ -480,9 +480,8 @@ async def evaluate_cases(
                         broken, exhausted = error, True
                         break
                     # numbered so the judge serves the oldest target first (see slots.py)
-                    task = asyncio.ensure_future(
-                        ranked(next_rank(), evaluate(case_rubric, item, **shared))
-                    )
+                    with ranked(next_rank()):
+                        task = asyncio.ensure_future(evaluate(case_rubric, item, **shared))
                     pending.append(task)
                     running.append(task)
                 if not pending:

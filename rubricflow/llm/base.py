@@ -347,12 +347,12 @@ class LLMProvider(ABC):
         """Loop-bound primitives (semaphore, pacing lock, clients), rebuilt when the running
         event loop changes (e.g. successive `asyncio.run` calls)."""
         loop = asyncio.get_running_loop()
-        if self._state is None or self._state.loop is not loop:
-            self._state = _LoopState(
-                loop, OrderedSlots(self.settings.max_concurrency), asyncio.Lock()
-            )
+        state = self._state
+        if state is None or state.loop is not loop:
+            state = _LoopState(loop, OrderedSlots(self.settings.max_concurrency), asyncio.Lock())
+            self._state = state
             self._on_new_loop()
-        return self._state
+        return state
 
     def _on_new_loop(self) -> None:  # noqa: B027 - an optional hook
         """Called when primitives are rebuilt for a new event loop (drop loop-bound clients)."""

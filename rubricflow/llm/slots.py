@@ -16,16 +16,14 @@ rank when it asks for a slot (first come, first served among such calls).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import heapq
 import itertools
-from collections.abc import Awaitable
+from collections.abc import Iterator
 from types import TracebackType
-from typing import TypeVar
 
 __all__ = ["OrderedSlots", "current_rank", "next_rank", "ranked"]
-
-T = TypeVar("T")
 
 #: the rank of the target whose evaluation runs in this context (lower goes first);
 #: tasks started inside inherit it
@@ -45,11 +43,15 @@ def current_rank() -> int | None:
     return _rank.get()
 
 
-async def ranked(rank: int, work: Awaitable[T]) -> T:
-    """`work` awaited with `rank` as its calls' rank (run it as a task of its own: the rank
-    is set in the task's context, so the caller's is untouched)."""
-    _rank.set(rank)
-    return await work
+@contextlib.contextmanager
+def ranked(rank: int) -> Iterator[None]:
+    """Calls made inside, and in tasks started inside, wait with `rank`: create a target's
+    task within it (a task keeps the context it was created in)."""
+    token = _rank.set(rank)
+    try:
+        yield
+    finally:
+        _rank.reset(token)
 
 
 class OrderedSlots:
@@ -61,6 +63,12 @@ class OrderedSlots:
         self._free = slots
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
         self._arrivals = itertools.count()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def available(self) -> int:
+        """Slots free now."""
+        return self._free
 
     def locked(self) -> bool:
         """True when a call would wait for a slot (a freed slot goes straight to a
@@ -71,7 +79,12 @@ class OrderedSlots:
         if not self.locked():
             self._free -= 1
             return
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif self._loop is not loop:  # as asyncio's own primitives refuse it
+            raise RuntimeError(f"{self!r} is bound to a different event loop")
+        waiter: asyncio.Future[None] = loop.create_future()
         rank = _rank.get()
         if rank is None:
             rank = next(_ranks)

@@ -278,7 +278,8 @@ class SlotLeases:
         #: leased slots no call holds: (granted, the turn they were kept in)
         self._spare: list[tuple[float, int]] = []
         self._turn = 0
-        self._sweeping = False
+        #: the loop whose turns sweep the kept slots (None when nothing is kept)
+        self._sweeper: asyncio.AbstractEventLoop | None = None
 
     @property
     def spare(self) -> int:
@@ -297,7 +298,12 @@ class SlotLeases:
         self._waiting.append(waiter)
         if self._fetcher is None or self._fetcher.done():
             self._fetcher = asyncio.create_task(self._fetch())
-        return await waiter
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
+                self.give_back(waiter.result())  # handed a slot as it was cancelled
+            raise
 
     def give_back(self, granted: float) -> None:
         """A call is done with the slot granted at `granted`."""
@@ -313,10 +319,15 @@ class SlotLeases:
         self._actor.release.remote(self._holder)
 
     def _keep(self, granted: float) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop to sweep it: back to the budget now
+            self._release()
+            return
         self._spare.append((granted, self._turn))
-        if not self._sweeping:
-            self._sweeping = True
-            asyncio.get_running_loop().call_soon(self._sweep)
+        if self._sweeper is not loop:  # none yet, or a loop that stopped before its sweep
+            self._sweeper = loop
+            loop.call_soon(self._sweep)
 
     def _sweep(self) -> None:
         """Once a loop turn while slots are kept: release those kept `SPARE_TURNS` turns
@@ -330,10 +341,10 @@ class SlotLeases:
         if kept:
             asyncio.get_running_loop().call_soon(self._sweep)
         else:
-            self._sweeping = False
+            self._sweeper = None
 
     def _give_back_unwanted(self, granted: float) -> None:
-        if self._spare_turns > 0:
+        if self._spare_turns > 0 and self._lease_seconds > 0:
             self._keep(granted)
         else:
             self._release()

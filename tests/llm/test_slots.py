@@ -21,13 +21,13 @@ from rubricflow.llm.slots import OrderedSlots, current_rank, ranked
 __all__ = ["clean_llm_env"]
 
 
-async def _hold(slots: OrderedSlots, rank: int, woken: list[int], gate: asyncio.Event) -> None:
-    async def work() -> None:
+async def _hold(
+    slots: OrderedSlots, rank: int, woken: list[tuple[int, int]], number: int = 0
+) -> None:
+    """Take a slot with `rank` and note (rank, number) when served; free it at once."""
+    with ranked(rank):
         async with slots:
-            woken.append(rank)
-            await gate.wait()
-
-    await ranked(rank, work())
+            woken.append((rank, number))
 
 
 async def _settle() -> None:
@@ -38,51 +38,53 @@ async def _settle() -> None:
 async def test_waiters_are_served_by_rank_then_by_arrival() -> None:
     slots = OrderedSlots(1)
     await slots.acquire()
-    woken: list[int] = []
-    go = asyncio.Event()
-    go.set()  # each waiter releases as soon as it runs
-    tasks = [asyncio.ensure_future(_hold(slots, rank, woken, go)) for rank in (5, 2, 9, 2, 0)]
+    woken: list[tuple[int, int]] = []
+    ranks = (5, 2, 9, 2, 0, 2)
+    tasks = [
+        asyncio.ensure_future(_hold(slots, rank, woken, number))
+        for number, rank in enumerate(ranks)
+    ]
     await _settle()
     assert woken == [] and slots.locked()
     slots.release()
-    await asyncio.gather(*tasks)
-    assert woken == [0, 2, 2, 5, 9]
-    assert not slots.locked()
+    await asyncio.wait_for(asyncio.gather(*tasks), timeout=10)
+    assert woken == [(0, 4), (2, 1), (2, 3), (2, 5), (5, 0), (9, 2)]
+    assert slots.available == 1
 
 
 async def test_a_cancelled_waiter_gives_up_its_place_and_no_slot_is_lost() -> None:
-    slots = OrderedSlots(1)
+    slots = OrderedSlots(2)
     await slots.acquire()
-    woken: list[int] = []
-    go = asyncio.Event()
-    go.set()
-    first = asyncio.ensure_future(_hold(slots, 0, woken, go))
-    second = asyncio.ensure_future(_hold(slots, 1, woken, go))
+    await slots.acquire()
+    woken: list[tuple[int, int]] = []
+    first = asyncio.ensure_future(_hold(slots, 0, woken))
+    second = asyncio.ensure_future(_hold(slots, 1, woken))
     await _settle()
     first.cancel()
     await _settle()
     slots.release()
-    await second
-    assert woken == [1]
-    assert not slots.locked()
+    await asyncio.wait_for(second, timeout=10)
+    slots.release()
+    assert woken == [(1, 0)]
+    assert slots.available == 2
 
 
 async def test_a_waiter_cancelled_after_it_was_handed_the_slot_passes_it_on() -> None:
-    slots = OrderedSlots(1)
+    slots = OrderedSlots(2)
     await slots.acquire()
-    woken: list[int] = []
-    go = asyncio.Event()
-    go.set()
-    first = asyncio.ensure_future(_hold(slots, 0, woken, go))
-    second = asyncio.ensure_future(_hold(slots, 1, woken, go))
+    await slots.acquire()
+    woken: list[tuple[int, int]] = []
+    first = asyncio.ensure_future(_hold(slots, 0, woken))
+    second = asyncio.ensure_future(_hold(slots, 1, woken))
     await _settle()
     slots.release()  # hands the slot to `first`, which has not run yet
     first.cancel()
-    await second
+    await asyncio.wait_for(second, timeout=10)
     with pytest.raises(asyncio.CancelledError):
         await first
-    assert woken == [1]
-    assert not slots.locked()
+    slots.release()
+    assert woken == [(1, 0)]
+    assert slots.available == 2
 
 
 def test_a_judge_needs_a_slot() -> None:
@@ -90,12 +92,33 @@ def test_a_judge_needs_a_slot() -> None:
         OrderedSlots(0)
 
 
-async def test_a_rank_is_set_in_its_own_task_only() -> None:
-    async def inside() -> int:
+async def test_a_rank_is_set_for_the_tasks_created_inside_only() -> None:
+    async def inside() -> int | None:
+        await asyncio.sleep(0)
         return current_rank()
 
-    assert await asyncio.ensure_future(ranked(7, inside())) == 7
+    with ranked(7):
+        task = asyncio.ensure_future(inside())
+    after = asyncio.ensure_future(inside())
     assert current_rank() is None
+    assert await task == 7 and await after is None
+
+
+def test_slots_waited_on_from_another_event_loop_are_refused() -> None:
+    slots = OrderedSlots(1)
+
+    async def wait_once() -> None:
+        await slots.acquire()
+        try:
+            await asyncio.wait_for(slots.acquire(), timeout=0.05)  # waits: the slot is taken
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            slots.release()
+
+    asyncio.run(wait_once())
+    with pytest.raises(RuntimeError, match="different event loop"):
+        asyncio.run(wait_once())
 
 
 @settings(max_examples=60, deadline=None)
@@ -126,18 +149,19 @@ def test_never_more_holders_than_slots_and_every_live_waiter_is_served(
                     finally:
                         holding -= 1
 
-            await ranked(rank, work())
+            with ranked(rank):
+                await work()
 
         tasks = [asyncio.ensure_future(call(n, rank)) for n, (rank, _) in enumerate(plan)]
         await asyncio.sleep(0)
         cancelled = {n for n, (_, cancel) in enumerate(plan) if cancel and not tasks[n].done()}
         for n in cancelled:
             tasks[n].cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), timeout=30)
         assert most <= slots
         live = {n for n in range(len(plan)) if not tasks[n].cancelled()}
         assert set(served) >= live
-        assert not limit.locked()
+        assert limit.available == slots
 
     asyncio.run(scenario())
 

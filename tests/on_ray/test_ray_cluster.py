@@ -162,19 +162,15 @@ def test_a_call_behind_the_judge_slots_takes_the_slot_the_last_call_left() -> No
     """As in a provider: each call takes one of the actor's 2 judge slots, then a budget
     slot, and frees them in the other order, so no call waits at the budget when one
     gives its slot back. Thirty calls are served by the slots kept for the next call
-    (the budget asked a few times, not thirty); idle, they go back to the budget within
-    a few loop turns, also when the loop then stops (a loop per call, as a sync bridge
-    makes); a kept slot whose lease ran out is not used."""
+    (the budget asked a few times, not thirty), and idle they go back to the budget
+    within a few loop turns."""
     from rubricflow.llm.slots import OrderedSlots
     from rubricflow.ray.budget import SPARE_TURNS, JudgeBudget, SlotLeases
 
     budget = JudgeBudget(4)
+    leases = SlotLeases(_InProcess(budget), "run/actor")
 
-    async def settle() -> None:
-        for _ in range(SPARE_TURNS + 10):
-            await asyncio.sleep(0)
-
-    async def run(leases: Any, calls: int) -> dict[str, Any]:
+    async def run() -> tuple[dict[str, Any], dict[str, Any]]:
         judge_slots = OrderedSlots(2)
 
         async def call() -> None:
@@ -185,32 +181,43 @@ def test_a_call_behind_the_judge_slots_takes_the_slot_the_last_call_left() -> No
                 finally:
                     leases.give_back(granted)
 
-        await asyncio.gather(*(call() for _ in range(calls)))
-        return await budget.figures()
+        await asyncio.gather(*(call() for _ in range(30)))
+        busy = await budget.figures()
+        for _ in range(SPARE_TURNS + 10):
+            await asyncio.sleep(0)
+        return busy, await budget.figures()
 
-    async def idle() -> dict[str, Any]:
-        await settle()
-        return await budget.figures()
-
-    leases = SlotLeases(_InProcess(budget), "run/actor")
-    busy = asyncio.run(run(leases, 30))
-    after_loop = asyncio.run(idle())
+    busy, idle = asyncio.run(run())
     assert busy["admitted"] <= 4 and busy["peak"] <= 2
-    assert after_loop["in_flight"] == 0 and leases.spare == 0
+    assert idle["in_flight"] == 0 and leases.spare == 0
 
-    async def expired() -> dict[str, Any]:
-        short = SlotLeases(_InProcess(budget), "run/other", lease_seconds=0.01)
-        granted = await short.take()
-        short.give_back(granted)  # kept, for a call that does not come in time
-        await asyncio.sleep(0.02)
-        granted = await short.take()  # the lease ran out: released, a new one asked for
-        short.give_back(granted)
-        await settle()
-        return await budget.figures()
 
-    before = after_loop["admitted"]
-    after = asyncio.run(expired())
-    assert after["admitted"] == before + 2 and after["in_flight"] == 0
+def test_a_kept_slot_goes_back_when_its_loop_ends_or_its_lease_runs_out() -> None:
+    """A slot kept as the last call's loop ends (a loop per call, as a sync bridge makes)
+    is back in the budget once `asyncio.run` returns; one kept past its lease is not
+    used: it goes back and a new slot is asked for."""
+    from rubricflow.ray.budget import JudgeBudget, SlotLeases
+
+    budget = JudgeBudget(2)
+
+    async def one_call(leases: Any) -> None:
+        leases.give_back(await leases.take())  # kept: no call waits for it
+
+    ended = SlotLeases(_InProcess(budget), "run/ended")
+    asyncio.run(one_call(ended))
+    assert asyncio.run(budget.figures())["in_flight"] == 0 and ended.spare == 0
+
+    async def expired() -> tuple[int, dict[str, Any]]:
+        short = SlotLeases(_InProcess(budget), "run/short", lease_seconds=0.01, spare_turns=10**6)
+        short.give_back(await short.take())
+        time.sleep(0.02)  # the lease runs out while the slot is kept (no loop turn passes)
+        before = (await budget.figures())["admitted"]
+        short.give_back(await short.take())
+        return before, await budget.figures()
+
+    before, after = asyncio.run(expired())
+    assert after["admitted"] == before + 1  # a new slot, not the expired kept one
+    assert after["in_flight"] == 1  # the new one, kept; the expired one went back
 
 
 def test_a_run_that_ends_gives_back_the_slots_its_stopped_actors_held() -> None:

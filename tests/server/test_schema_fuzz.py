@@ -51,7 +51,10 @@ def test_seeded_fuzzing_finds_no_server_error_and_no_undeclared_answer(
     )
     summary = figures.as_dict()
     print(summary)
-    assert not figures.failures, summary["failures"]
+    log = server.output()
+    # what the server said of a failure (its traceback), shown with the failure itself
+    said = log[max(0, log.find("Traceback") - 2000) :][:6000] if "Traceback" in log else ""
+    assert not figures.failures, (summary["failures"], said)
     assert figures.server_errors == 0, summary
     assert not figures.errors, summary["errors"]
     assert "Traceback" not in server.output()
