@@ -64,8 +64,17 @@ def _on_ray(rubric: Rubric, rows: list[dict[str, Any]], judge: RunningJudge, nod
         context = ray.data.DataContext.get_current()
         context.execution_options.preserve_order = True
         context.enable_progress_bars = False
+        # the warm-up runs against the same judge and budget as the timed run: the
+        # budget actor lives as long as the driver (a notebook's, a trainer's), so a
+        # driver's first run starts it and the runs after it find it
         warm = evaluate_dataset(
-            ray.data.from_items(rows[:4]), rubric, judge=spec, concurrency=1, batch_size=2
+            ray.data.from_items(rows[:4]),
+            rubric,
+            judge=spec,
+            concurrency=1,
+            judge_concurrency=PER_ACTOR,
+            cluster_judge_limit=BUDGET,
+            batch_size=2,
         )
         warm.take_all()
         before = judge.stats()["in_flight_seconds"]
