@@ -141,30 +141,38 @@ class ArtifactSubmitter:
         expected_version: int | None,
     ) -> _Submitted:
         """Write the `submit` of `artifact` (its content checked already) in `tx`, and an
-        inline review's claim after it. The review's evaluation starts between the two,
-        so the check pool scores while `tx` writes the claim and commits."""
+        inline review's claim after it. The review's evaluation starts before either, so
+        the check pool scores while `tx` writes them and commits."""
         context = self._context
         if not artifact_type.rubrics:
             raise no_rubrics(artifact_type, artifact.id)
         inline = not defer and artifact_type.auto_review
         plan: list[Planned] = []
+        evaluating: Evaluating | None = None
         if inline:
             plan = await self._reviewer.plan(tx, artifact, artifact_type, reviewed)
+            # the pool scores while the submit and the claim are written: the evaluation
+            # reads the content and revision, which neither changes
+            evaluating = self._reviewer.start_evaluating(artifact, artifact_type, plan)
         else:
             for binding in artifact_type.rubrics:
                 await tx.rubric(binding)
-        change = context.change(
-            artifact, "submit", actor=named(actor), reason="submitted", queued_at=utcnow()
-        )
-        with expect_version(artifact, expected_version):
-            event, artifact = await tx.write_transition(artifact, change, seq=last_seq + 1)
-        submitted = _Submitted(artifact, artifact_type, event, plan)
+        try:
+            if evaluating is not None:
+                await let_start(evaluating)
+            change = context.change(
+                artifact, "submit", actor=named(actor), reason="submitted", queued_at=utcnow()
+            )
+            with expect_version(artifact, expected_version):
+                event, artifact = await tx.write_transition(artifact, change, seq=last_seq + 1)
+        except BaseException:
+            if evaluating is not None:
+                await stop_evaluating(evaluating)
+            raise
+        submitted = _Submitted(artifact, artifact_type, event, plan, evaluating=evaluating)
         if not inline:
             return submitted
-        submitted.evaluating = self._reviewer.start_evaluating(artifact, artifact_type, plan)
         try:
-            if submitted.evaluating is not None:
-                await let_start(submitted.evaluating)
             # claimed in the submit's own transaction: no worker can take the review in
             # between; should this process die, the lease runs out and a worker takes it
             start = self._claims.start(artifact, worker=f"inline-{os.getpid()}")

@@ -23,6 +23,7 @@ from rubricflow.model import parse_rubric
 from rubricflow.plugins import PluginRegistry
 from rubricflow.review import ArtifactRegistry
 from rubricflow.review.claims import ReviewClaims
+from rubricflow.review.reviewing import Reviewer
 from rubricflow.store import Store
 
 from .conftest import assert_replays, check, define
@@ -81,8 +82,8 @@ async def test_the_pool_scores_while_the_claim_is_written(
         made = stamp(evaluation.created_at)
         submitted = stamp(by_trigger["submit"].created_at)
         claimed = stamp(by_trigger["start_review"].created_at)
-        if mode == "auto":  # begun once the submission was written, before the claim
-            assert submitted <= made <= claimed
+        if mode == "auto":  # begun before the submission and the claim were written
+            assert made <= submitted <= claimed
         else:  # in-process only: nothing to overlap, evaluated after the claim
             assert claimed <= made
 
@@ -146,19 +147,26 @@ async def test_a_submission_that_fails_after_its_evaluation_began_writes_nothing
     monkeypatch.setenv("RUBRICFLOW_CHECK_ISOLATION", "auto")
     await define(registry, "doc", pooled_rubric())
     artifact = await registry.create("doc", {"title": "ok"}, actor="bot")
-    began: list[str] = []
+    began: list[asyncio.Task[Any]] = []
     start = ReviewClaims.start
+    start_evaluating = Reviewer.start_evaluating
+
+    def recorded(self: Reviewer, *args: Any) -> Any:
+        task = start_evaluating(self, *args)
+        began.extend([task] if task is not None else [])
+        return task
 
     def failing_claim(self: ReviewClaims, claimed: Any, *, worker: str) -> Any:
         # the store refusing the claim's write (a disk error, a dropped connection)
-        began.extend(task.get_name() for task in early_evaluations())
         raise StoreError("the claim could not be written (simulated store failure)")
 
+    monkeypatch.setattr(Reviewer, "start_evaluating", recorded)
     monkeypatch.setattr(ReviewClaims, "start", failing_claim)
     with pytest.raises(StoreError, match="simulated"):
         await registry.submit_for_review(artifact.id, actor="bot")
 
-    assert began  # the evaluation had begun in the pool when the claim failed
+    assert began  # the evaluation had begun in the pool before the claim failed
+    assert all(task.done() for task in began)
     assert early_evaluations() == []  # stopped, not left running in the pool
     current = await registry.get(artifact.id)
     assert (current.status, current.version) == ("draft", artifact.version)
