@@ -343,12 +343,6 @@ class SlotLeases:
         else:
             self._sweeper = None
 
-    def _give_back_unwanted(self, granted: float) -> None:
-        if self._spare_turns > 0 and self._lease_seconds > 0:
-            self._keep(granted)
-        else:
-            self._release()
-
     def _hand_over(self, granted: float) -> bool:
         while self._waiting:
             waiter = self._waiting.popleft()
@@ -365,7 +359,7 @@ class SlotLeases:
                 now = time.monotonic()
                 for _ in range(got):
                     if not self._hand_over(now):  # handed a freed slot meanwhile
-                        self._give_back_unwanted(now)
+                        self.give_back(now)  # kept for the next call, or released
         except BaseException as error:  # the budget is gone: every waiting call hears it
             while self._waiting:
                 waiter = self._waiting.popleft()

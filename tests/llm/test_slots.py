@@ -52,14 +52,22 @@ async def test_waiters_are_served_by_rank_then_by_arrival() -> None:
     assert slots.available == 1
 
 
-async def test_a_cancelled_waiter_gives_up_its_place_and_no_slot_is_lost() -> None:
+async def _two_waiters(
+    woken: list[tuple[int, int]],
+) -> tuple[OrderedSlots, asyncio.Future[None], asyncio.Future[None]]:
+    """Two slots, both taken, and two calls waiting for one (ranks 0 and 1)."""
     slots = OrderedSlots(2)
     await slots.acquire()
     await slots.acquire()
-    woken: list[tuple[int, int]] = []
     first = asyncio.ensure_future(_hold(slots, 0, woken))
     second = asyncio.ensure_future(_hold(slots, 1, woken))
     await _settle()
+    return slots, first, second
+
+
+async def test_a_cancelled_waiter_gives_up_its_place_and_no_slot_is_lost() -> None:
+    woken: list[tuple[int, int]] = []
+    slots, first, second = await _two_waiters(woken)
     first.cancel()
     await _settle()
     slots.release()
@@ -70,13 +78,8 @@ async def test_a_cancelled_waiter_gives_up_its_place_and_no_slot_is_lost() -> No
 
 
 async def test_a_waiter_cancelled_after_it_was_handed_the_slot_passes_it_on() -> None:
-    slots = OrderedSlots(2)
-    await slots.acquire()
-    await slots.acquire()
     woken: list[tuple[int, int]] = []
-    first = asyncio.ensure_future(_hold(slots, 0, woken))
-    second = asyncio.ensure_future(_hold(slots, 1, woken))
-    await _settle()
+    slots, first, second = await _two_waiters(woken)
     slots.release()  # hands the slot to `first`, which has not run yet
     first.cancel()
     await asyncio.wait_for(second, timeout=10)
