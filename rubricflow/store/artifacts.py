@@ -53,6 +53,7 @@ from rubricflow.store.tables import (
     ArtifactRow,
     ArtifactTypeRow,
     EvaluationRow,
+    RubricGenerationRow,
 )
 from rubricflow.store.webhooks import write_outbox
 
@@ -76,6 +77,7 @@ _artifacts = ArtifactRow.__table__  # type: ignore[attr-defined]
 _revisions = ArtifactRevisionRow.__table__  # type: ignore[attr-defined]
 _events = ArtifactEventRow.__table__  # type: ignore[attr-defined]
 _evaluations = EvaluationRow.__table__  # type: ignore[attr-defined]
+_generation = RubricGenerationRow.__table__  # type: ignore[attr-defined]
 
 # The statements a review runs, built once with bound parameters: building a statement
 # with its values (and its cache key) on every call costs more than SQLite running it.
@@ -102,6 +104,12 @@ _SUBMITTING = (
             _evaluations.c.verdict != INCOMPLETE,
         )
         .label("reviewed"),
+        # the rubrics' write count: the bound rubrics' latest versions come from memory
+        # while it stands (`RubricRegistry.get`), not from another query
+        sa.select(_generation.c.generation)
+        .where(_generation.c.id == 1)
+        .scalar_subquery()
+        .label("rubric_generation"),
     )
     .join(_types, _types.c.name == _artifacts.c.type)
     .where(_artifacts.c.id == sa.bindparam("artifact_id"))
@@ -151,6 +159,8 @@ class ArtifactTransaction:
         self._opening = opening
         self._rubrics = rubrics
         self._evaluations = evaluations
+        #: the rubrics' write count as this transaction read it (None: not read)
+        self._rubric_generation: int | None = None
 
     # a class, not an @asynccontextmanager: this runs three times per reviewed artifact
     async def __aenter__(self) -> ArtifactTransaction:
@@ -177,6 +187,7 @@ class ArtifactTransaction:
         row = (await self._connection.execute(_SUBMITTING, {"artifact_id": artifact_id})).first()
         if row is None:
             raise NotFoundError(_NOT_FOUND.format(artifact_id))
+        self._rubric_generation = row.rubric_generation
         return Submitting(
             _artifact(row),
             ArtifactType.model_validate_json(row.type_document),
@@ -190,7 +201,10 @@ class ArtifactTransaction:
     async def rubric(self, binding: RubricBinding) -> Rubric:
         """The rubric `binding` names: its pinned version, or the latest one now."""
         return await self._rubrics.get(
-            binding.rubric_id, binding.version, connection=self._connection
+            binding.rubric_id,
+            binding.version,
+            connection=self._connection,
+            generation=self._rubric_generation,
         )
 
     async def reviewed(self, artifact_id: str, revision: int) -> list[Evaluation]:

@@ -53,6 +53,8 @@ _LIVE_VERSIONS_OF = _LIVE_VERSIONS.where(
     _versions.c.rubric_id.in_(sa.bindparam("ids", expanding=True))
 )
 # one rubric's: without the list, the statement is compiled once (a review looks one up)
+#: latest versions a registry remembers with the write count they were read at
+_LATEST_REMEMBERED = 1024
 _LIVE_VERSIONS_OF_ONE = _LIVE_VERSIONS.where(_versions.c.rubric_id == sa.bindparam("id"))
 # every version of the rubrics that have one targeting :target_type (found through the
 # target_type index): whether the *latest* version targets it is decided in Python
@@ -108,6 +110,8 @@ class RubricRegistry:
 
     def __init__(self, database: Database) -> None:
         self.database = database
+        #: rubric id -> (the rubrics' write count when it was read, its latest version)
+        self._latest_at: dict[str, tuple[int, Rubric]] = {}
 
     async def register(
         self, rubric: Rubric, *, source_format: str | None = None
@@ -196,12 +200,21 @@ class RubricRegistry:
         version: str | None = None,
         *,
         connection: AsyncConnection | None = None,
+        generation: int | None = None,
     ) -> Rubric:
         """The highest version of `rubric_id` (not deleted), or exactly `version` (even if
-        the rubric was deleted: old versions stay readable for audit)."""
+        the rubric was deleted: old versions stay readable for audit).
+
+        `generation`: the rubrics' write count (table `rubric_generation`, kept by
+        triggers) as `connection`'s transaction read it. The latest version read at the
+        same count is taken from memory: no rubric was written since."""
         if connection is None:
             async with self.database.read() as own:
                 return await self.get(rubric_id, version, connection=own)
+        if version is None and generation is not None:
+            known = self._latest_at.get(rubric_id)
+            if known is not None and known[0] == generation:
+                return known[1]
         if version is not None:
             row = (
                 await connection.execute(
@@ -221,6 +234,10 @@ class RubricRegistry:
                 f"no rubric {rubric_id!r} is registered (or it was deleted); "
                 "`rubricflow rubrics list` shows what is"
             )
+        if generation is not None:
+            if len(self._latest_at) >= _LATEST_REMEMBERED:
+                self._latest_at.clear()
+            self._latest_at[rubric_id] = (generation, latest[rubric_id])
         return latest[rubric_id]
 
     async def history(self, rubric_id: str) -> list[RubricVersionInfo]:

@@ -23,6 +23,7 @@ __all__ = [
     "JudgeCorrectionRow",
     "LLMCallRow",
     "ReviewClaimRow",
+    "RubricGenerationRow",
     "RubricRow",
     "RubricVersionRow",
     "RunRow",
@@ -64,6 +65,17 @@ class RubricVersionRow(SQLModel, table=True):
     source_format: str | None = Field(default=None, max_length=50)
     document: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
     created_at: datetime = _when(nullable=False)
+
+
+class RubricGenerationRow(SQLModel, table=True):
+    """One row counting the writes to `rubrics` and `rubric_versions`, kept by database
+    triggers (migration 0016) whoever writes them: a process that read a rubric's latest
+    version at one generation knows it is still the latest while the count stands."""
+
+    __tablename__ = "rubric_generation"
+
+    id: int = Field(primary_key=True)
+    generation: int = Field(sa_column=sa.Column(sa.BigInteger, nullable=False))
 
 
 class EvaluationRow(SQLModel, table=True):

@@ -98,7 +98,13 @@ class PostgresServer:
     def truncate(self, url: str) -> None:
         """Empty every store table of the database at `url` (if they exist yet)."""
         # DELETE, children first: much faster than TRUNCATE on tables this small
-        deletes = "; ".join(f'DELETE FROM "{t.name}"' for t in reversed(metadata.sorted_tables))
+        # the rubrics' write count is schema, set by the migration: kept (its triggers
+        # count the deletes below)
+        deletes = "; ".join(
+            f'DELETE FROM "{t.name}"'
+            for t in reversed(metadata.sorted_tables)
+            if t.name != "rubric_generation"
+        )
         dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
         async def run() -> None:

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 
 from rubricflow.errors import ConfigurationError, RubricflowError
 from rubricflow.store import Store
+from rubricflow.store._sqlite_checkpoint import LOG_KEEP_BYTES
 from rubricflow.store._sqlite_fastpath import (
     FASTPATH_ENV,
     SQLITE_BUSY_TIMEOUT_MS,
@@ -111,7 +112,7 @@ async def test_settings(mode: str, tmp_path: Path) -> None:
         assert await pragma("foreign_keys") == 1
         assert await pragma("busy_timeout") == SQLITE_BUSY_TIMEOUT_MS
         assert await pragma("synchronous") == 1  # NORMAL
-        assert await pragma("journal_size_limit") == 4 * 1024 * 1024
+        assert await pragma("journal_size_limit") == LOG_KEEP_BYTES
 
 
 def _lock_is_free(path: Path) -> bool:
