@@ -212,9 +212,9 @@ class RubricRegistry:
             async with self.database.read() as own:
                 return await self.get(rubric_id, version, connection=own)
         if version is None and generation is not None:
-            known = self._latest_at.get(rubric_id)
-            if known is not None and known[0] == generation:
-                return known[1]
+            remembered = self._latest_at.get(rubric_id)
+            if remembered is not None and remembered[0] == generation:
+                return remembered[1]
         if version is not None:
             row = (
                 await connection.execute(
