@@ -25,7 +25,7 @@ from rubricflow.model import Rubric, parse_rubric, semver_key
 from rubricflow.records.rubrics import RegisteredRubric, RubricVersionInfo
 from rubricflow.store._sql import as_utc, insert_ignoring_duplicates, utcnow
 from rubricflow.store.database import Database
-from rubricflow.store.tables import RubricRow, RubricVersionRow
+from rubricflow.store.tables import RubricGenerationRow, RubricRow, RubricVersionRow
 
 if TYPE_CHECKING:
     from rubricflow.plugins import PluginRegistry
@@ -53,9 +53,16 @@ _LIVE_VERSIONS_OF = _LIVE_VERSIONS.where(
     _versions.c.rubric_id.in_(sa.bindparam("ids", expanding=True))
 )
 # one rubric's: without the list, the statement is compiled once (a review looks one up)
+_LIVE_VERSIONS_OF_ONE = _LIVE_VERSIONS.where(_versions.c.rubric_id == sa.bindparam("id"))
 #: latest versions a registry remembers with the write count they were read at
 _LATEST_REMEMBERED = 1024
-_LIVE_VERSIONS_OF_ONE = _LIVE_VERSIONS.where(_versions.c.rubric_id == sa.bindparam("id"))
+_generation = RubricGenerationRow.__table__  # type: ignore[attr-defined]
+#: the rubric writers' first statement on PostgreSQL: they take the count's row lock
+#: before any rubric row's, all in the same order (each row written moves the count, so
+#: two writers taking the two in opposite orders would deadlock)
+_LOCK_GENERATION = (
+    sa.select(_generation.c.generation).where(_generation.c.id == 1).with_for_update()
+)
 # every version of the rubrics that have one targeting :target_type (found through the
 # target_type index): whether the *latest* version targets it is decided in Python
 _LIVE_VERSIONS_FOR_TARGET = _LIVE_VERSIONS.where(
@@ -87,6 +94,13 @@ _PARSED_MAX = 256
 _parsed: dict[str, Rubric] = {}
 
 
+async def _lock_generation(connection: AsyncConnection) -> None:
+    """Take the rubrics' write count's row lock first (PostgreSQL; SQLite's transaction
+    holds the whole file already)."""
+    if connection.dialect.name == "postgresql":
+        await connection.execute(_LOCK_GENERATION)
+
+
 def _cached_rubric(content_hash: str) -> Rubric | None:
     return _parsed.get(content_hash)
 
@@ -112,6 +126,7 @@ class RubricRegistry:
         self.database = database
         #: rubric id -> (the rubrics' write count when it was read, its latest version)
         self._latest_at: dict[str, tuple[int, Rubric]] = {}
+        self._highest_generation = 0
 
     async def register(
         self, rubric: Rubric, *, source_format: str | None = None
@@ -132,6 +147,7 @@ class RubricRegistry:
         """Register (rubric, source format) pairs in one transaction: all, or none."""
         items = list(pairs)
         async with self.database.transaction() as connection:
+            await _lock_generation(connection)
             return [await self._register(connection, r, fmt) for r, fmt in items]
 
     async def _register(
@@ -212,6 +228,11 @@ class RubricRegistry:
             async with self.database.read() as own:
                 return await self.get(rubric_id, version, connection=own)
         if version is None and generation is not None:
+            if generation < self._highest_generation:
+                # the count went back (a backup restored, the row written by hand): what
+                # was remembered at a count it will reach again may be wrong then
+                self._latest_at.clear()
+            self._highest_generation = generation
             remembered = self._latest_at.get(rubric_id)
             if remembered is not None and remembered[0] == generation:
                 return remembered[1]
@@ -292,6 +313,7 @@ class RubricRegistry:
     async def delete(self, rubric_id: str) -> None:
         """Hide `rubric_id` from latest lookups; every version stays readable by version."""
         async with self.database.transaction() as connection:
+            await _lock_generation(connection)
             done = await connection.execute(
                 _rubrics.update()
                 .where(_rubrics.c.rubric_id == rubric_id, _rubrics.c.deleted_at.is_(None))
