@@ -54,8 +54,6 @@ _LIVE_VERSIONS_OF = _LIVE_VERSIONS.where(
 )
 # one rubric's: without the list, the statement is compiled once (a review looks one up)
 _LIVE_VERSIONS_OF_ONE = _LIVE_VERSIONS.where(_versions.c.rubric_id == sa.bindparam("id"))
-#: latest versions a registry remembers with the write count they were read at
-_LATEST_REMEMBERED = 1024
 _generation = RubricGenerationRow.__table__  # type: ignore[attr-defined]
 #: the rubric writers' first statement on PostgreSQL: they take the count's row lock
 #: before any rubric row's, all in the same order (each row written moves the count, so
@@ -91,6 +89,8 @@ def _document(rubric: Rubric) -> str:
 
 
 _PARSED_MAX = 256
+#: latest versions a registry remembers at one write count
+_LATEST_REMEMBERED = 1024
 _parsed: dict[str, Rubric] = {}
 
 
@@ -124,9 +124,10 @@ class RubricRegistry:
 
     def __init__(self, database: Database) -> None:
         self.database = database
-        #: rubric id -> (the rubrics' write count when it was read, its latest version)
-        self._latest_at: dict[str, tuple[int, Rubric]] = {}
-        self._highest_generation = 0
+        #: latest versions read at the rubrics' write count `_remembered_at`; a lookup at
+        #: any other count (a later one, or an earlier one: a backup restored) forgets them
+        self._remembered: dict[str, Rubric] = {}
+        self._remembered_at: int | None = None
 
     async def register(
         self, rubric: Rubric, *, source_format: str | None = None
@@ -228,14 +229,11 @@ class RubricRegistry:
             async with self.database.read() as own:
                 return await self.get(rubric_id, version, connection=own)
         if version is None and generation is not None:
-            if generation < self._highest_generation:
-                # the count went back (a backup restored, the row written by hand): what
-                # was remembered at a count it will reach again may be wrong then
-                self._latest_at.clear()
-            self._highest_generation = generation
-            remembered = self._latest_at.get(rubric_id)
-            if remembered is not None and remembered[0] == generation:
-                return remembered[1]
+            if generation != self._remembered_at:
+                self._remembered.clear()
+                self._remembered_at = generation
+            elif rubric_id in self._remembered:
+                return self._remembered[rubric_id]
         if version is not None:
             row = (
                 await connection.execute(
@@ -255,10 +253,8 @@ class RubricRegistry:
                 f"no rubric {rubric_id!r} is registered (or it was deleted); "
                 "`rubricflow rubrics list` shows what is"
             )
-        if generation is not None:
-            if len(self._latest_at) >= _LATEST_REMEMBERED:
-                self._latest_at.clear()
-            self._latest_at[rubric_id] = (generation, latest[rubric_id])
+        if generation is not None and len(self._remembered) < _LATEST_REMEMBERED:
+            self._remembered[rubric_id] = latest[rubric_id]
         return latest[rubric_id]
 
     async def history(self, rubric_id: str) -> list[RubricVersionInfo]:

@@ -155,6 +155,27 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+async def migrate_to(url: str, revision: str) -> None:
+    """Bring the database at `url` to schema `revision` (older than the head: a store as
+    an earlier rubricflow left it)."""
+    from alembic import command
+
+    import rubricflow.store.database as database_module
+
+    engine = database_module._create_engine(url)
+    config = database_module._alembic_config()
+
+    def upgrade(sync: sa.Connection) -> None:
+        config.attributes["connection"] = sync
+        command.upgrade(config, revision)
+
+    try:
+        async with engine.begin() as connection:
+            await connection.run_sync(upgrade)
+    finally:
+        await engine.dispose()
+
+
 def sqlite_url(path: Path) -> str:
     return f"sqlite+aiosqlite:///{path}"
 

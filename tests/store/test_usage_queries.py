@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from alembic import command
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +23,7 @@ from rubricflow.results import CriterionResult, Evaluation, LLMCall
 from rubricflow.runs import RunInfo, summarize
 from rubricflow.store import CriterionPassRate, JudgeUsage, Store, StoredEvaluation
 
-from .conftest import T0, fetch, make_call, make_evaluation
+from .conftest import T0, fetch, make_call, make_evaluation, migrate_to
 
 # --------------------------------------------------------------------------- builders
 
@@ -446,18 +445,7 @@ async def _indexes(url: str) -> dict[str, dict[str, list[str]]]:
 
 
 async def test_a_store_at_0003_upgraded_gets_the_usage_indexes(fresh_db_url: str) -> None:
-    engine = database_module._create_engine(fresh_db_url)
-    config = database_module._alembic_config()
-    try:
-        async with engine.begin() as connection:
-
-            def to_0003(sync: sa.Connection) -> None:
-                config.attributes["connection"] = sync
-                command.upgrade(config, "0003")
-
-            await connection.run_sync(to_0003)
-    finally:
-        await engine.dispose()
+    await migrate_to(fresh_db_url, "0003")
     before = await _indexes(fresh_db_url)
     assert "ix_llm_calls_evaluation_id" in before["llm_calls"]
 
