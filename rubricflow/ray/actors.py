@@ -1,11 +1,9 @@
-"""The evaluation actor: one per Ray worker slot, holding one judge session (and its HTTP
-connection pools) on an event loop of its own for the actor's whole life, and scoring the
-batches of targets Ray Data hands it."""
+"""The evaluation actor: holding one judge session (and its HTTP connection pools) for
+the actor's whole life, and scoring the batches of targets it is handed."""
 
 from __future__ import annotations
 
 import asyncio
-import threading
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -23,7 +21,14 @@ from rubricflow.ray.caching import Closer, open_cache
 from rubricflow.results import Evaluation, Target
 from rubricflow.targets import as_target
 
-__all__ = ["BatchEvaluator", "JudgeConfig", "evaluation_columns", "missing_scorers"]
+__all__ = [
+    "BatchEvaluator",
+    "JudgeConfig",
+    "RubricSet",
+    "evaluation_columns",
+    "missing_scorers",
+    "refuse_missing_scorers",
+]
 
 #: the columns of a Dataset of evaluations (`evaluation` is the whole record as JSON)
 EVALUATION_COLUMNS = ("id", "rubric_id", "verdict", "passed", "score", "evaluation")
@@ -103,73 +108,94 @@ def evaluation_columns(rows: list[tuple[int | None, Evaluation]]) -> dict[str, l
 
 
 class BatchEvaluator:
-    """`ds.map_batches(BatchEvaluator, fn_constructor_kwargs=...)`: scores each batch's
-    rows (`position`, `rubric` key, `target` as JSON) and returns evaluation columns.
+    """An evaluation actor of a pool (`rubricflow.ray.pool`): one judge session and its
+    HTTP connection pool for the actor's whole life, shared by the batches it scores at
+    once, for any number of Datasets and runs.
 
-    Fails at start, naming the node and the scorers, when a rubric needs a plugin this
-    worker lacks (plugins are found through their entry points, as locally)."""
+    A Ray async actor: its methods run on the actor's one event loop, so the batches it is
+    handed at once all make progress (a synchronous method would hold the loop for a whole
+    batch). Rubrics come with the batches, each set once per actor (`evaluate`)."""
 
-    def __init__(
-        self,
-        rubrics: Mapping[str, Rubric],
-        judge: JudgeConfig,
-        options: Mapping[str, Any],
-    ) -> None:
-        self._rubrics = dict(rubrics)
-        self._plugins = create_plugin_manager()
-        missing = missing_scorers(self._rubrics, self._plugins)
-        if missing:
-            import socket
-
-            raise PluginError(
-                f"a Ray worker on {socket.gethostname()} lacks plugins the rubric needs: "
-                + "; ".join(missing)
-                + ". Install them on every node (pip install the plugin package where the "
-                "workers run), or run without --ray"
-            )
-        self._options = dict(options)
+    def __init__(self, judge: JudgeConfig, allow_import: bool = False) -> None:
         self._judge = judge
+        self._allow_import = allow_import
+        self._plugins = create_plugin_manager()
         self._cache_option = judge.cache_option()
         self._session: LLMSession | None = None
         self._close_cache: Closer | None = None
+        self._opening = asyncio.Lock()
+        self._rubrics: dict[str, dict[str, Rubric]] = {}
+        #: targets of the batches being scored now (what `load` reports)
+        self._load = 0
         self._gate: Admission | None = None
         if judge.budget is not None:
             from rubricflow.ray.budget import budget_admission, find_budget
 
             self._gate = budget_admission(find_budget(*judge.budget), run=judge.run)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name="rubricflow-ray-actor", daemon=True
-        )
-        self._thread.start()
-        if judge.spec is not None:
-            # opened before any batch: the batches an actor scores at once share it
-            asyncio.run_coroutine_threadsafe(self._open_session(), self._loop).result()
 
-    def __call__(self, batch: Any) -> dict[str, list[Any]]:
-        """One batch's evaluation columns. Ray Data may call this from several threads at
-        once (`BATCHES_PER_ACTOR`); each batch runs on the actor's one event loop."""
-        rows = batch.to_pylist() if hasattr(batch, "to_pylist") else _rows_of(batch)
-        future = asyncio.run_coroutine_threadsafe(self._evaluate(rows), self._loop)
-        return evaluation_columns(future.result())
+    async def ready(self) -> str:
+        """The id of the node this actor runs on (once it has started)."""
+        return str(ray.get_runtime_context().get_node_id())
 
-    async def _open_session(self) -> None:
-        cache, self._close_cache = await open_cache(self._cache_option)
-        self._session = LLMSession(
-            self._judge.spec,
-            plugins=self._plugins,
-            allow_import=bool(self._options.get("allow_import")),
-            settings=self._judge.settings or None,
-            cache=cache,
-        )
+    async def load(self) -> int:
+        """Targets this actor is scoring now: a batch goes to the least loaded actor."""
+        return self._load
 
-    async def _evaluate(self, rows: list[dict[str, Any]]) -> list[tuple[int | None, Evaluation]]:
-        pairs = [(self._rubric_of(row), _target_of(row)) for row in rows]
-        options = dict(self._options)
-        inner = dict(options.pop("options", None) or {})
-        if self._session is not None:
-            inner["llm"] = self._session
-        target_concurrency = int(options.pop("target_concurrency", 8))
+    async def evaluate(
+        self,
+        rows: list[dict[str, Any]],
+        rubrics: RubricSet,
+        options: Mapping[str, Any],
+    ) -> dict[str, list[Any]]:
+        """One batch's evaluation columns: `rows` (`position`, `rubric` key, `target` as
+        JSON, or a target's own fields) scored against `rubrics`."""
+        self._load += len(rows)
+        try:
+            known = await self._rubric_set(rubrics)
+            return evaluation_columns(await self._evaluate(rows, known, options))
+        finally:
+            self._load -= len(rows)
+
+    async def _rubric_set(self, rubrics: RubricSet) -> dict[str, Rubric]:
+        """The rubrics of `rubrics` (fetched from the object store once per actor), checked
+        against this worker's plugins."""
+        key, ref = rubrics
+        known = self._rubrics.get(key)
+        if known is None:
+            fetched = ref[0]
+            if not isinstance(fetched, Mapping):  # an ObjectRef: the rubrics in the store
+                fetched = await fetched
+            known = dict(fetched)
+            refuse_missing_scorers(known, self._plugins)
+            self._rubrics[key] = known
+        return known
+
+    async def _open_session(self) -> LLMSession | None:
+        async with self._opening:
+            if self._session is None and self._judge.spec is not None:
+                cache, self._close_cache = await open_cache(self._cache_option)
+                self._session = LLMSession(
+                    self._judge.spec,
+                    plugins=self._plugins,
+                    allow_import=self._allow_import,
+                    settings=self._judge.settings or None,
+                    cache=cache,
+                )
+        return self._session
+
+    async def _evaluate(
+        self,
+        rows: list[dict[str, Any]],
+        rubrics: Mapping[str, Rubric],
+        options: Mapping[str, Any],
+    ) -> list[tuple[int | None, Evaluation]]:
+        pairs = [(_rubric_of(row, rubrics), _target_of(row)) for row in rows]
+        run_options = dict(options)
+        inner = dict(run_options.pop("options", None) or {})
+        session = await self._open_session()
+        if session is not None:
+            inner["llm"] = session
+        target_concurrency = int(run_options.pop("target_concurrency", 8))
         evaluations: list[Evaluation] = []
         with admit_with(self._gate):
             async for evaluation in evaluate_cases(
@@ -177,7 +203,7 @@ class BatchEvaluator:
                 target_concurrency=target_concurrency,
                 plugins=self._plugins,
                 options=inner,
-                **options,
+                **run_options,
             ):
                 evaluations.append(evaluation)
         return [
@@ -185,11 +211,32 @@ class BatchEvaluator:
             for row, evaluation in zip(rows, evaluations, strict=True)
         ]
 
-    def _rubric_of(self, row: Mapping[str, Any]) -> Rubric:
-        key = row.get("rubric")
-        if isinstance(key, str) and key in self._rubrics:
-            return self._rubrics[key]
-        return next(iter(self._rubrics.values()))
+
+#: a set of rubrics as the batches carry it: (its key, [the rubrics by content hash, or
+#: an ObjectRef to them]); in a list, so Ray hands the actor the reference, not the value
+RubricSet = tuple[str, list[Any]]
+
+
+def refuse_missing_scorers(rubrics: Mapping[str, Rubric], plugins: PluginRegistry) -> None:
+    """Raise a PluginError naming the node and the scorers when a rubric needs a plugin
+    this worker lacks (plugins are found through their entry points, as locally)."""
+    missing = missing_scorers(rubrics, plugins)
+    if missing:
+        import socket
+
+        raise PluginError(
+            f"a Ray worker on {socket.gethostname()} lacks plugins the rubric needs: "
+            + "; ".join(missing)
+            + ". Install them on every node (pip install the plugin package where the "
+            "workers run), or run without --ray"
+        )
+
+
+def _rubric_of(row: Mapping[str, Any], rubrics: Mapping[str, Rubric]) -> Rubric:
+    key = row.get("rubric")
+    if isinstance(key, str) and key in rubrics:
+        return rubrics[key]
+    return next(iter(rubrics.values()))
 
 
 def _target_of(row: Mapping[str, Any]) -> Target:
@@ -199,14 +246,3 @@ def _target_of(row: Mapping[str, Any]) -> Target:
         return Target.model_validate_json(text)
     fields = {k: v for k, v in row.items() if v is not None and k not in ("position", "rubric")}
     return as_target(fields)
-
-
-def _rows_of(batch: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """A batch of columns (numpy or lists) as rows of plain values."""
-    names = list(batch)
-    count = len(batch[names[0]]) if names else 0
-    return [{name: _plain(batch[name][index]) for name in names} for index in range(count)]
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if hasattr(value, "item") else value

@@ -15,8 +15,9 @@ import ray.data
 
 from rubricflow.errors import ConfigurationError, RubricflowError
 from rubricflow.model import Rubric
-from rubricflow.ray.actors import BatchEvaluator, JudgeConfig
+from rubricflow.ray.actors import JudgeConfig
 from rubricflow.ray.budget import budget_actor, close_run
+from rubricflow.ray.pool import ACTOR_CPUS, EvaluatorPool, evaluator_pool
 from rubricflow.results import Evaluation, Target
 
 __all__ = ["RayEvaluator", "RayRunError", "connect", "evaluate_dataset"]
@@ -25,12 +26,6 @@ __all__ = ["RayEvaluator", "RayRunError", "connect", "evaluate_dataset"]
 #: chunk is read, and the driver never holds a whole input file
 CHUNK = 4096
 DEFAULT_BATCH = 16
-#: CPUs each evaluation actor asks of Ray (judge-bound work: mostly waiting)
-ACTOR_CPUS = 0.5
-#: batches each actor scores at once, sharing its judge slots: the next batch's calls fill
-#: the slots the last criteria of the one before leave empty (one at a time, an actor's
-#: slots were 85% busy against the 100 ms benchmark judge; two at a time, 91%)
-BATCHES_PER_ACTOR = 2
 
 
 def connect(address: str | None = "auto") -> None:
@@ -79,38 +74,6 @@ def _rows(
     return rows, rubrics
 
 
-def _scored(
-    dataset: ray.data.Dataset,
-    rubrics: dict[str, Rubric],
-    judge: JudgeConfig,
-    options: dict[str, Any],
-    *,
-    actors: int,
-    batch_size: int,
-    actor_cpus: float = ACTOR_CPUS,
-) -> ray.data.Dataset:
-    # an actor that dies mid-batch (ray.kill, a lost node) is restarted and its batch
-    # run again from the start (Ray Data's defaults for an actor pool: max_restarts and
-    # max_task_retries of -1); a failed batch yields no rows, so no target is scored twice
-    return dataset.map_batches(
-        BatchEvaluator,
-        fn_constructor_kwargs={"rubrics": rubrics, "judge": judge, "options": options},
-        # Ray Data runs a callable class's batches one at a time per actor unless told
-        # otherwise; the batches share the actor's one event loop, judge session and pool
-        compute=ray.data.ActorPoolStrategy(
-            size=actors,
-            max_concurrent_calls_per_actor=BATCHES_PER_ACTOR,
-            enable_true_multi_threading=True,
-        ),
-        batch_size=batch_size,
-        batch_format="pyarrow",
-        num_cpus=actor_cpus,
-        # actors go on every node, not packed onto the first, by Ray Data's default
-        # scheduling strategy for map workers (DataContext.scheduling_strategy, "SPREAD");
-        # passing it here is a `ray_remote_args`, deprecated and gone in Ray 2.64
-    )
-
-
 def evaluate_dataset(
     ds: ray.data.Dataset,
     rubric: Rubric,
@@ -130,11 +93,14 @@ def evaluate_dataset(
 ) -> ray.data.Dataset:
     """A Dataset of evaluations of `ds`'s targets against `rubric`, scored by `concurrency`
     actors, each holding one judge session (`judge`, a spec) with `judge_concurrency` calls
-    in flight; `cluster_judge_limit` caps the calls in flight across the whole cluster
-    (one named actor holds the count; default: `judge_concurrency`), and `judge_rpm`
-    the judge requests started per minute across the cluster (none by default).
+    in flight. The actors outlive the Dataset: this driver's later Datasets against the
+    same judge configuration find them started (`rubricflow.ray.pool`; they end with the
+    driver, or at `rubricflow.ray.release_pools()`). `cluster_judge_limit` caps the
+    calls in flight across the whole cluster (one named actor holds the count; default:
+    `judge_concurrency`), and `judge_rpm` the judge requests started per minute across
+    the cluster (none by default).
 
-    `cache`: `memory` (each actor keeps its answers for the run), a PostgreSQL URL (the
+    `cache`: `memory` (each actor keeps its answers while it lives), a PostgreSQL URL (the
     store's judge cache, one for the whole cluster and for later runs), a file path (a
     SQLite cache on each node), or None. Each actor asks Ray for `actor_cpus` CPUs.
 
@@ -142,8 +108,8 @@ def evaluate_dataset(
     `metadata`), or a `target` column of target JSON. The result's rows are `id`,
     `rubric_id`, `verdict`, `passed`, `score` and `evaluation` (the whole record, as
     `evaluate_many` gives it, as JSON), ready for `write_json` or `write_parquet`; in
-    `ds`'s order when the DataContext preserves order. Lazy, as every Dataset: nothing
-    runs until read.
+    `ds`'s order when the DataContext preserves order. Lazy, as every Dataset: no target
+    is scored until it is read (the actors start at once).
     """
     if concurrency < 1:
         raise ConfigurationError(f"concurrency (actors) must be at least 1, got {concurrency}")
@@ -154,19 +120,12 @@ def evaluate_dataset(
     config = JudgeConfig(judge, settings, cache, budget)
     if budget is not None:
         budget_actor(*budget)
-    run_options = {
-        "target_concurrency": target_concurrency,
-        "allow_import": allow_import,
-        "options": dict(options or {}),
-    }
-    return _scored(
-        ds,
-        {rubric.content_hash: rubric},
-        config,
-        run_options,
-        actors=concurrency,
-        batch_size=batch_size,
-        actor_cpus=actor_cpus,
+    run_options = {"target_concurrency": target_concurrency, "options": dict(options or {})}
+    pool = evaluator_pool(
+        config, actors=concurrency, allow_import=allow_import, actor_cpus=actor_cpus
+    )
+    return pool.scored(
+        ds, {rubric.content_hash: rubric}, run_options, batch_size=batch_size, actors=concurrency
     )
 
 
@@ -225,25 +184,32 @@ class RayEvaluator:
         )
         if judge.budget is not None:
             await asyncio.to_thread(budget_actor, *judge.budget)
+        pool: EvaluatorPool | None = None
         try:
             start = 0
             async for chunk in _chunks(cases, CHUNK):
                 rows, rubrics = _rows(chunk, start)
                 start += len(rows)
                 _quiet_context(preserve_order=True)
-                dataset = _scored(
-                    ray.data.from_items(rows),
-                    rubrics,
-                    judge,
-                    run_options,
-                    actors=min(self.actors, max(1, -(-len(rows) // self.batch_size))),
-                    batch_size=self.batch_size,
-                    actor_cpus=self.actor_cpus,
+                if pool is None:
+                    # the run's own pool, used by each chunk and stopped at the end; no
+                    # more actors than the first chunk has batches
+                    pool = evaluator_pool(
+                        judge,
+                        actors=min(self.actors, max(1, -(-len(rows) // self.batch_size))),
+                        allow_import=bool(options.get("allow_import")),
+                        actor_cpus=self.actor_cpus,
+                        name=f"rubricflow-eval-run-{judge.run}",
+                    )
+                dataset = pool.scored(
+                    ray.data.from_items(rows), rubrics, run_options, batch_size=self.batch_size
                 )
                 async for batch in _batches_of(dataset):
                     for text in batch.column("evaluation").to_pylist():
                         yield Evaluation.model_validate_json(text)
         finally:
+            if pool is not None:
+                await asyncio.to_thread(pool.close)
             # an interrupted run's actors are stopped holding slots: give them back, or
             # the next run against this judge waits on them for ever
             if judge.budget is not None:
@@ -293,9 +259,13 @@ def _run_error(error: BaseException) -> BaseException:
     """A Ray failure as a RayRunError saying what happened and what to do."""
     if isinstance(error, RubricflowError) or not isinstance(error, Exception):
         return error
-    cause = getattr(error, "cause", None)
-    if isinstance(cause, RubricflowError):  # e.g. a worker without a plugin, raised there
-        return cause
+    cause: Any = error
+    for _ in range(8):  # Ray wraps an actor's error in the task's that waited on it
+        cause = getattr(cause, "cause", None)
+        if cause is None:
+            break
+        if isinstance(cause, RubricflowError):  # e.g. a worker without a plugin
+            return cause
     first = str(error).strip().splitlines()[0] if str(error).strip() else ""
     return RayRunError(
         f"the Ray cluster could not finish the run ({type(error).__name__}: {first[:300]}). "

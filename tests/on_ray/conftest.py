@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,6 +49,19 @@ def ray_cluster(request: pytest.FixtureRequest) -> str:
         _cluster["address"] = stack.enter_context(local_cluster(nodes=2))
         _cluster["stack"] = stack
     return str(_cluster["address"])
+
+
+@pytest.fixture(autouse=True)
+def _no_pool_left_behind() -> Any:
+    """Each test's evaluation actors stop at its end: they outlive a Dataset (for the
+    driver's later runs), and a test that kills an evaluation actor must find its own."""
+    yield
+    import ray
+
+    if ray.is_initialized():
+        from rubricflow.ray.pool import release_pools
+
+        release_pools()
 
 
 def _here(item: pytest.Item | None) -> bool:

@@ -589,6 +589,114 @@ def test_a_batch_goes_to_the_actors_whole_groups_at_a_time() -> None:
     assert _parts(_groups(list("abcdef")), 4) == [(0, 2), (2, 4), (4, 6)]
 
 
+# --- the evaluation actors outlive a Dataset ---------------------------------------------
+
+
+def _evaluation_actors() -> dict[str, str]:
+    """Evaluation actors in the GCS's actor table: id -> state (`ALIVE`, `DEAD`, ...)."""
+    from ray._private.state import actors as actor_table
+
+    return {
+        actor_id: str(info.get("State"))
+        for actor_id, info in actor_table().items()
+        if "BatchEvaluator" in str(info.get("ActorClassName", ""))
+    }
+
+
+def _alive(table: dict[str, str]) -> set[str]:
+    return {actor for actor, state in table.items() if state in ("ALIVE", "2")}
+
+
+def test_a_drivers_second_dataset_is_scored_by_the_actors_its_first_started(
+    ray_cluster: str, tmp_path: Path
+) -> None:
+    import ray.data
+
+    from rubricflow.ray import evaluate_dataset, release_pools
+
+    rubric = _rubric(tmp_path)
+    rows = _rows(tmp_path, 12)
+    before = _evaluation_actors()
+    with ScriptedServer(CountingJudge()) as judge:
+        spec = f"openai:scripted@{judge.url}/v1"
+
+        def scored(part: list[dict[str, Any]]) -> dict[str, str]:
+            out = evaluate_dataset(
+                ray.data.from_items(part), rubric, judge=spec, concurrency=2, batch_size=2
+            ).take_all()
+            return {row["id"]: row["verdict"] for row in out}
+
+        first = scored(rows[:6])
+        started = _alive(_evaluation_actors()) - set(before)
+        asked = len(judge.requests)
+        second = scored(rows[6:])
+        after = _evaluation_actors()
+        expected = _local(rubric, rows, spec)
+    assert len(started) == 2
+    assert set(after) - set(before) == started  # no actor started for the second Dataset
+    assert _alive(after) >= started
+    assert len(judge.requests) > asked  # the second Dataset was judged, not cached
+    assert {**first, **second} == {k: v[0] for k, v in expected.items()}
+    release_pools()
+    assert not _alive(_evaluation_actors()) & started
+
+
+def test_a_run_scores_every_chunk_with_its_own_actors_and_stops_them_at_its_end(
+    ray_cluster: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rubricflow.ray import RayEvaluator, driver
+    from rubricflow.targets import as_target
+
+    monkeypatch.setattr(driver, "CHUNK", 5)  # 12 targets: three chunks, three Datasets
+    rubric = _rubric(tmp_path)
+    rows = _rows(tmp_path, 12)
+    before = set(_evaluation_actors())
+    with ScriptedServer(CountingJudge()) as judge:
+        spec = f"openai:scripted@{judge.url}/v1"
+        evaluator = RayEvaluator(address=ray_cluster, actors=2, judge=spec, batch_size=2)
+
+        async def run() -> list[Any]:
+            cases = [(rubric, as_target(row)) for row in rows]
+            return [e async for e in evaluator(cases, target_concurrency=4)]
+
+        evaluations = asyncio.run(run())
+        expected = _local(rubric, rows, spec)
+    table = _evaluation_actors()
+    started = set(table) - before
+    assert len(started) == 2  # one pool for the three chunks
+    assert not _alive(table) & started  # stopped when the run ended
+    assert [e.target_id for e in evaluations] == [row["id"] for row in rows]
+    assert {e.target_id: str(e.verdict) for e in evaluations} == {
+        k: v[0] for k, v in expected.items()
+    }
+
+
+def test_a_driver_that_joins_again_starts_a_pool_afresh(ray_cluster: str, tmp_path: Path) -> None:
+    """Handles on the actors of an earlier join are not used again (a new cluster numbers
+    its jobs from 1 again, so the job alone does not tell them apart)."""
+    import ray.data
+
+    from rubricflow.ray import connect, evaluate_dataset
+
+    rubric = _rubric(tmp_path)
+    rows = _rows(tmp_path, 4)
+    with ScriptedServer(CountingJudge()) as judge:
+        spec = f"openai:scripted@{judge.url}/v1"
+
+        def scored() -> list[str]:
+            out = evaluate_dataset(
+                ray.data.from_items(rows), rubric, judge=spec, concurrency=1, batch_size=2
+            ).take_all()
+            return [row["verdict"] for row in out]
+
+        first = scored()
+        ray.shutdown()
+        connect(ray_cluster)
+        ray.data.DataContext.get_current().execution_options.preserve_order = True
+        again = scored()
+    assert again == first and len(again) == 4
+
+
 def test_a_cluster_that_cannot_finish_is_an_error_naming_the_fix() -> None:
     from rubricflow.errors import PluginError, RubricflowError
     from rubricflow.ray.driver import RayRunError, _run_error

@@ -244,12 +244,10 @@ def test_the_judge_concurrency_is_one_limit_for_the_whole_cluster(
     assert figures["closest_starts"] >= 0.005 - 0.004  # 60/12000 s apart, at the actor
 
 
-def test_a_worker_without_a_scorer_the_rubric_needs_fails_at_start_naming_it() -> None:
-    from rubricflow.errors import PluginError
+def _needs_a_plugin() -> Any:
     from rubricflow.model import Rubric
-    from rubricflow.ray.actors import BatchEvaluator, JudgeConfig
 
-    rubric = Rubric.model_validate(
+    return Rubric.model_validate(
         {
             "id": "needs-a-plugin",
             "criteria": [
@@ -257,10 +255,41 @@ def test_a_worker_without_a_scorer_the_rubric_needs_fails_at_start_naming_it() -
             ],
         }
     )
+
+
+def test_a_worker_without_a_scorer_the_rubric_needs_refuses_its_first_batch_naming_it() -> None:
+    from rubricflow.errors import PluginError
+    from rubricflow.ray.actors import BatchEvaluator, JudgeConfig
+
+    rubric = _needs_a_plugin()
+    evaluator = BatchEvaluator(JudgeConfig(None))
+    rows = [{"id": "t1", "content": "Hello there."}]
     with pytest.raises(PluginError) as refused:
-        BatchEvaluator({rubric.content_hash: rubric}, JudgeConfig(None), {})
+        asyncio.run(evaluator.evaluate(rows, ("key", [{rubric.content_hash: rubric}]), {}))
     assert "tone needs scorer 'sentiment_scorer'" in str(refused.value)
     assert "Install them on every node" in str(refused.value)
+
+
+def test_on_the_cluster_a_worker_without_the_scorer_stops_the_run_naming_it(
+    ray_cluster: str,
+) -> None:
+    """The driver has the scorer (a plugin of its own process), the workers do not: the
+    run stops with the worker's words, not a Ray traceback."""
+    from rubricflow.errors import PluginError
+    from rubricflow.ray import RayEvaluator
+    from rubricflow.targets import as_target
+
+    rubric = _needs_a_plugin()
+    evaluator = RayEvaluator(address=ray_cluster, actors=2, judge=None, batch_size=2)
+
+    async def run() -> list[Any]:
+        cases = [(rubric, as_target({"id": f"t{i}", "content": "Hi."})) for i in range(6)]
+        return [e async for e in evaluator(cases, target_concurrency=4)]
+
+    with pytest.raises(PluginError) as refused:
+        asyncio.run(run())
+    assert "lacks plugins the rubric needs" in str(refused.value)
+    assert "tone needs scorer 'sentiment_scorer'" in str(refused.value)
 
 
 def test_a_database_password_stays_out_of_what_the_actors_are_started_with(
