@@ -31,7 +31,7 @@ TARGETS = 200
 QUICK_TARGETS = 24
 #: one actor per node holding the node's 16 calls: judge-bound work needs slots, not
 #: processes, and each actor costs a process start (about 2 s of Ray worker boot and
-#: imports) inside the timed run; 2 actors x 8 gave two nodes 1.29x one, this 1.6-1.7x
+#: imports) in the run that starts it; 2 actors x 8 gave two nodes 1.29x one
 PER_ACTOR = 16
 ACTORS_PER_NODE = 1
 BUDGET = 32

@@ -4,6 +4,7 @@ the actor's whole life, and scoring the batches of targets it is handed."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -30,6 +31,8 @@ __all__ = [
     "refuse_missing_scorers",
 ]
 
+#: sets of rubrics an actor keeps (`BatchEvaluator._rubric_set`)
+RUBRIC_SETS_KEPT = 8
 #: the columns of a Dataset of evaluations (`evaluation` is the whole record as JSON)
 EVALUATION_COLUMNS = ("id", "rubric_id", "verdict", "passed", "score", "evaluation")
 
@@ -124,7 +127,9 @@ class BatchEvaluator:
         self._session: LLMSession | None = None
         self._close_cache: Closer | None = None
         self._opening = asyncio.Lock()
-        self._rubrics: dict[str, dict[str, Rubric]] = {}
+        #: the last `RUBRIC_SETS_KEPT` sets of rubrics, by key (a long suite's chunks each
+        #: bring a set)
+        self._rubrics: collections.OrderedDict[str, dict[str, Rubric]] = collections.OrderedDict()
         #: targets of the batches being scored now (what `load` reports)
         self._load = 0
         self._gate: Admission | None = None
@@ -168,6 +173,10 @@ class BatchEvaluator:
             known = dict(fetched)
             refuse_missing_scorers(known, self._plugins)
             self._rubrics[key] = known
+            while len(self._rubrics) > RUBRIC_SETS_KEPT:
+                self._rubrics.popitem(last=False)
+        else:
+            self._rubrics.move_to_end(key)
         return known
 
     async def _open_session(self) -> LLMSession | None:

@@ -28,7 +28,13 @@ import ray.data
 from rubricflow.model import Rubric
 from rubricflow.ray.actors import BatchEvaluator, JudgeConfig, RubricSet
 
-__all__ = ["EvaluatorPool", "evaluator_pool", "release_pools", "score_batches"]
+__all__ = [
+    "EvaluatorPool",
+    "evaluator_pool",
+    "release_pools",
+    "rubric_key",
+    "score_batches",
+]
 
 NAMESPACE = "rubricflow"
 #: CPUs each evaluation actor asks of Ray (judge-bound work: mostly waiting)
@@ -46,8 +52,9 @@ TASKS = 2
 #: a task's batches, in turns of its window: a task's end leaves its share of the actors
 #: idle until the next one starts, so a task serves several turns
 TURNS_PER_TASK = 4
-#: CPUs a forwarding task asks of Ray: it only waits on the actors
-TASK_CPUS = 0.1
+#: CPUs a forwarding task asks of Ray: none, as it only waits on the actors (and so it
+#: runs on a driver's node that offers no CPU to Ray, as large clusters' heads often do)
+TASK_CPUS = 0
 
 #: the pools this driver started, by name: a named actor lives while its owner holds a
 #: handle on it, so the driver keeps them for its life (or until `release_pools`)
@@ -85,7 +92,9 @@ class EvaluatorPool:
             forward,
             fn_kwargs={
                 "actors": handles,
-                "rubrics": rubric_set(rubrics),
+                # by value: Ray Data ships these with the task, and an ObjectRef among
+                # them lost its owner on the way in one benchmark run of ten
+                "rubrics": (rubric_key(rubrics), dict(rubrics)),
                 "options": dict(options),
                 "batch_size": batch_size,
                 "window": window,
@@ -98,6 +107,7 @@ class EvaluatorPool:
             # last run's tasks, take the next run's (Ray spreads tasks over the nodes
             # otherwise, and a node without one starts a worker: a second of imports)
             label_selector={"ray.io/node-id": ray.get_runtime_context().get_node_id()},
+            fallback_strategy=[{"label_selector": {}}],  # any node, if not that one
         )
 
     def close(self) -> None:
@@ -168,25 +178,26 @@ def release_pools() -> None:
         pool.close()
 
 
-def rubric_set(rubrics: Mapping[str, Rubric]) -> RubricSet:
-    """`rubrics` as batches carry them: a key and a reference to them in the object
-    store, fetched once by each actor."""
-    key = hashlib.sha256("\n".join(sorted(rubrics)).encode("utf-8")).hexdigest()
-    return key, [ray.put(dict(rubrics))]
+def rubric_key(rubrics: Mapping[str, Rubric]) -> str:
+    """The key of a set of rubrics (by their content hashes): an actor fetches a set once."""
+    return hashlib.sha256("\n".join(sorted(rubrics)).encode("utf-8")).hexdigest()
 
 
 def score_batches(
     batch: Any,
     *,
     actors: list[Any],
-    rubrics: RubricSet,
+    rubrics: tuple[str, dict[str, Rubric]],
     options: Mapping[str, Any],
     batch_size: int,
     window: int,
 ) -> Iterator[dict[str, list[Any]]]:
     """A Ray Data task: `batch`'s rows, `batch_size` at a time, each handed to the least
     loaded actor (`window` batches in flight), their evaluation columns yielded in the
-    rows' order."""
+    rows' order. The rubrics go to the object store once per task; an actor fetches them
+    the first time it sees their key."""
+    key, values = rubrics
+    carried: RubricSet = (key, [ray.put(values)])
     rows = batch.to_pylist()
     parts = [rows[start : start + batch_size] for start in range(0, len(rows), batch_size)]
     #: batch in flight -> (its index, the actor it went to)
@@ -199,7 +210,7 @@ def score_batches(
             for index, actor in pending.values():
                 mine[actor] += len(parts[index])
             actor = _least_loaded(actors, mine)
-            pending[actors[actor].evaluate.remote(parts[sent], rubrics, options)] = (sent, actor)
+            pending[actors[actor].evaluate.remote(parts[sent], carried, options)] = (sent, actor)
             sent += 1
         done, _ = ray.wait(list(pending), num_returns=1)
         for ref in done:

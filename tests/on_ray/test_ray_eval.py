@@ -270,6 +270,47 @@ def test_a_worker_without_a_scorer_the_rubric_needs_refuses_its_first_batch_nami
     assert "Install them on every node" in str(refused.value)
 
 
+def test_an_actor_keeps_the_last_sets_of_rubrics_it_was_sent() -> None:
+    """A long suite's chunks each bring their rubrics: an actor scores with each set it is
+    sent and keeps the last few, not all of them."""
+    from rubricflow.model import Rubric
+    from rubricflow.ray.actors import RUBRIC_SETS_KEPT, BatchEvaluator, JudgeConfig
+
+    evaluator = BatchEvaluator(JudgeConfig(None))
+
+    def words(limit: int) -> Rubric:
+        return Rubric.model_validate(
+            {
+                "id": f"at-most-{limit}",
+                "criteria": [
+                    {
+                        "id": "short",
+                        "description": "Short.",
+                        "scoring": {
+                            "method": "deterministic",
+                            "function": "word_count_between",
+                            "config": {"max": limit},
+                        },
+                    }
+                ],
+            }
+        )
+
+    async def score(limit: int) -> bool:
+        rubric = words(limit)
+        rows = [{"id": "t", "content": "one two three four five"}]
+        columns = await evaluator.evaluate(
+            rows, (f"set-{limit}", [{rubric.content_hash: rubric}]), {}
+        )
+        return bool(columns["passed"][0])
+
+    async def all_limits() -> list[bool]:
+        return [await score(limit) for limit in range(1, RUBRIC_SETS_KEPT + 4)]
+
+    assert asyncio.run(all_limits()) == [limit >= 5 for limit in range(1, RUBRIC_SETS_KEPT + 4)]
+    assert len(evaluator._rubrics) == RUBRIC_SETS_KEPT
+
+
 def test_on_the_cluster_a_worker_without_the_scorer_stops_the_run_naming_it(
     ray_cluster: str,
 ) -> None:
