@@ -143,16 +143,25 @@ def cache_key(
 
 
 class MemoryJudgeCache:
-    """A dict in this process (tests, short scripts)."""
+    """A dict in this process (tests, short scripts, a Ray actor). With `max_entries`, the
+    answers least recently used go first once it is full (a long-lived actor's cache)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_entries: int | None = None) -> None:
         self.data: dict[str, str] = {}
+        self.max_entries = max_entries
 
     async def get(self, key: str) -> str | None:
-        return self.data.get(key)
+        value = self.data.get(key)
+        if value is not None and self.max_entries is not None:
+            self.data[key] = self.data.pop(key)  # the most recently used goes last
+        return value
 
     async def put(self, key: str, value: str) -> None:
+        self.data.pop(key, None)
         self.data[key] = value
+        if self.max_entries is not None:
+            while len(self.data) > self.max_entries:
+                del self.data[next(iter(self.data))]
 
     def __len__(self) -> int:
         return len(self.data)

@@ -3,7 +3,8 @@ database every node reaches (PostgreSQL), else one per actor.
 
 - a database URL (`postgresql://…`): the store's judge cache, opened on the actor's own
   loop, so answers given to any actor serve every other one, and the next run;
-- `memory`: a dict in the actor, for the run (nothing is written on the nodes);
+- `memory`: a dict in the actor, for its life, keeping the `MEMORY_ENTRIES` answers
+  last used (nothing is written on the nodes);
 - a file path: a SQLite cache file on the actor's node;
 - None: no cache.
 """
@@ -17,6 +18,9 @@ from rubricflow.llm.cache import JudgeCache, MemoryJudgeCache, SQLiteJudgeCache
 __all__ = ["is_shared_store", "open_cache"]
 
 Closer = Callable[[], Awaitable[None]]
+#: answers an actor's memory cache keeps (an actor lives as long as its driver: a
+#: trainer's, a service's); an answer is a few hundred bytes to a few kilobytes
+MEMORY_ENTRIES = 100_000
 
 
 def is_shared_store(url: str | None) -> bool:
@@ -34,7 +38,7 @@ async def open_cache(option: str | None) -> tuple[JudgeCache | None, Closer]:
     if option is None:
         return None, _nothing
     if option == "memory":
-        return MemoryJudgeCache(), _nothing
+        return MemoryJudgeCache(max_entries=MEMORY_ENTRIES), _nothing
     if is_shared_store(option):
         from rubricflow.store.database import Database
         from rubricflow.store.judge_cache import StoreJudgeCache

@@ -117,12 +117,17 @@ def evaluate_dataset(
     budget = None
     if judge is not None:
         budget = (judge, cluster_judge_limit or judge_concurrency, judge_rpm)
+    if not ray.is_initialized():
+        connect(None)  # as Ray Data would: RAY_ADDRESS, a cluster started here, or a new one
     config = JudgeConfig(judge, settings, cache, budget)
-    if budget is not None:
-        budget_actor(*budget)
+    held = None if budget is None else budget_actor(*budget)
     run_options = {"target_concurrency": target_concurrency, "options": dict(options or {})}
     pool = evaluator_pool(
-        config, actors=concurrency, allow_import=allow_import, actor_cpus=actor_cpus
+        config,
+        actors=concurrency,
+        allow_import=allow_import,
+        actor_cpus=actor_cpus,
+        budget=held,
     )
     return pool.scored(
         ds, {rubric.content_hash: rubric}, run_options, batch_size=batch_size, actors=concurrency
@@ -182,8 +187,9 @@ class RayEvaluator:
             self.cache,
             (self.judge, self.judge_concurrency, self.rpm) if self.judge else None,
         )
+        held = None
         if judge.budget is not None:
-            await asyncio.to_thread(budget_actor, *judge.budget)
+            held = await asyncio.to_thread(budget_actor, *judge.budget)
         pool: EvaluatorPool | None = None
         try:
             start = 0
@@ -200,6 +206,7 @@ class RayEvaluator:
                         allow_import=bool(options.get("allow_import")),
                         actor_cpus=self.actor_cpus,
                         name=f"rubricflow-eval-run-{judge.run}",
+                        budget=held,
                     )
                 dataset = pool.scored(
                     ray.data.from_items(rows), rubrics, run_options, batch_size=self.batch_size

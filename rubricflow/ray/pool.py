@@ -16,17 +16,21 @@ order; the actors do the judging.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import json
 import random
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import ray
 import ray.data
 
+from rubricflow.errors import ConfigurationError
 from rubricflow.model import Rubric
 from rubricflow.ray.actors import BatchEvaluator, JudgeConfig, RubricSet
+from rubricflow.ray.budget import close_run
 
 __all__ = [
     "EvaluatorPool",
@@ -39,9 +43,10 @@ __all__ = [
 NAMESPACE = "rubricflow"
 #: CPUs each evaluation actor asks of Ray (judge-bound work: mostly waiting)
 ACTOR_CPUS = 0.5
-#: batches in flight on each actor: the next batch's calls fill the judge slots the last
-#: criteria of the one before leave empty (one at a time, an actor's slots were 78% busy
-#: against the 100 ms benchmark judge; two at a time, 95%)
+#: batches each forwarding task keeps in flight per actor: the next batch's calls fill
+#: the judge slots the last criteria of the one before leave empty (one at a time, an
+#: actor's slots were 78% busy against the 100 ms benchmark judge; two, 95%). With both
+#: tasks running an actor has up to twice this; three per task was slower
 BATCHES_PER_ACTOR = 2
 #: forwarding tasks at once, each keeping `BATCHES_PER_ACTOR` batches per actor in flight:
 #: while one hands out its last batches and ends, the other keeps every actor busy. They
@@ -56,23 +61,39 @@ TURNS_PER_TASK = 4
 #: runs on a driver's node that offers no CPU to Ray, as large clusters' heads often do)
 TASK_CPUS = 0
 
-#: the pools this driver started, by name: a named actor lives while its owner holds a
-#: handle on it, so the driver keeps them for its life (or until `release_pools`)
-_pools: dict[str, EvaluatorPool] = {}
+#: pools a driver keeps: starting another stops the one least recently used (each
+#: holds `actor_cpus` per actor, and a cluster whose CPUs are all held leaves a new
+#: pool's actors waiting)
+POOLS_KEPT = 4
+#: how long a batch waits for an actor that has not started (nor restarted) before the
+#: run stops, naming the likely cause
+START_WAIT = 300.0
+
+#: the pools this driver started, by name, least recently used first: a named actor lives
+#: while its owner holds a handle on it, so the driver keeps them for its life (or until
+#: `release_pools`, or until `POOLS_KEPT` others are used after it)
+_pools: collections.OrderedDict[str, EvaluatorPool] = collections.OrderedDict()
 
 
 class EvaluatorPool:
     """Evaluation actors (named `NAME-JOB-0`, `NAME-JOB-1`, ...) sharing one judge
     configuration, started by this driver (its Ray job)."""
 
-    def __init__(self, name: str, judge: JudgeConfig, handles: list[Any]) -> None:
+    def __init__(
+        self, name: str, judge: JudgeConfig, handles: list[Any], budget: Any = None
+    ) -> None:
         self.name = name
         self.judge = judge
         self.handles = handles
+        #: the budget actor the pool's actors enter (a new one, after it died, means a
+        #: new pool: the actors hold a handle on the one they started with)
+        self.budget = budget
         #: the driver's job: a driver that left its cluster and joined another (or the
         #: same one again) starts its pools afresh
         self.job = ray.get_runtime_context().get_job_id()
         self._joined = _joined()
+        #: actors started so far (each actor's name has its own number)
+        self.started = 0
 
     def scored(
         self,
@@ -111,20 +132,56 @@ class EvaluatorPool:
         )
 
     def close(self) -> None:
-        """Stop the pool's actors (a run's own pool, at its end)."""
-        _pools.pop(self.name, None)
+        """Stop the pool's actors (a run's own pool, at its end), and give back the
+        budget slots they held (batches still running when they were stopped)."""
+        if _pools.get(self.name) is self:
+            del _pools[self.name]
         for handle in self.handles:
             try:
                 ray.kill(handle, no_restart=True)
             except Exception:  # already gone with its cluster
                 continue
+        if self.judge.budget is not None:
+            close_run(self.judge.budget, self.judge.run)
+
+    def start_actors(self, count: int, allow_import: bool, actor_cpus: float) -> None:
+        """Start actors until the pool has `count`, replacing any that died for good (a
+        constructor that raised, a `ray.kill`): a pool found again must not hand batches
+        to an actor that will never answer."""
+        if self.handles:
+            checks = [handle.ready.remote() for handle in self.handles]
+            answered, _ = ray.wait(checks, num_returns=len(checks), timeout=1.0)
+            alive = []
+            for handle, check in zip(self.handles, checks, strict=True):
+                if check in answered:
+                    try:
+                        ray.get(check)
+                    except ray.exceptions.RayActorError:
+                        continue  # dead for good: replaced below
+                alive.append(handle)  # answered, or (re)starting
+            self.handles = alive
+        remote: Any = ray.remote(BatchEvaluator)
+        while len(self.handles) < count:
+            self.handles.append(
+                remote.options(
+                    # the job in the name: a name is the cluster's, a pool this driver's
+                    name=f"{self.name}-{self.job}-{self.started}",
+                    namespace=NAMESPACE,
+                    num_cpus=actor_cpus,
+                    max_restarts=-1,
+                    max_task_retries=-1,
+                    scheduling_strategy="SPREAD",
+                ).remote(self.judge, allow_import)
+            )
+            self.started += 1
 
 
 def pool_name(judge: JudgeConfig, allow_import: bool, actor_cpus: float) -> str:
     """The actors' name prefix for a judge configuration: the runs of one driver against
     the same judge, settings, cache and budget share one pool."""
     what = json.dumps(
-        [judge.spec, judge.settings, judge.cache, judge.budget, allow_import, actor_cpus],
+        # the whole cache option (password too, hashed): a new password, a new pool
+        [judge.spec, judge.settings, judge.cache_option(), judge.budget, allow_import, actor_cpus],
         sort_keys=True,
         default=str,
     )
@@ -138,30 +195,26 @@ def evaluator_pool(
     allow_import: bool = False,
     actor_cpus: float = ACTOR_CPUS,
     name: str | None = None,
+    budget: Any = None,
 ) -> EvaluatorPool:
-    """The driver's pool for `judge` with at least `actors` actors: found when an earlier
-    run started it (and grown when it has fewer), else started. The actors are spread
-    over the nodes (Ray's SPREAD strategy) and restarted when they die (a killed actor's
-    batch runs again on its restart, from the start)."""
+    """The driver's pool for `judge` with at least `actors` live actors: found when an
+    earlier run started it (grown when it has fewer, its dead actors replaced), else
+    started. `budget` is the judge budget's actor, when there is one. The actors are
+    spread over the nodes (Ray's SPREAD strategy) and restarted when they die (a killed
+    actor's batch runs again on its restart, from the start)."""
     name = name or pool_name(judge, allow_import, actor_cpus)
     pool = _pools.get(name)
-    if pool is not None and pool._joined != _joined():
+    if pool is not None and (pool._joined != _joined() or pool.budget is not budget):
+        if pool._joined == _joined():
+            pool.close()  # its actors enter a budget that is gone
+        _pools.pop(name, None)
         pool = None
     if pool is None:
-        pool = _pools[name] = EvaluatorPool(name, judge, [])
-    remote: Any = ray.remote(BatchEvaluator)
-    for index in range(len(pool.handles), actors):
-        pool.handles.append(
-            remote.options(
-                # the job in the name: a name is the cluster's, a pool this driver's
-                name=f"{name}-{pool.job}-{index}",
-                namespace=NAMESPACE,
-                num_cpus=actor_cpus,
-                max_restarts=-1,
-                max_task_retries=-1,
-                scheduling_strategy="SPREAD",
-            ).remote(pool.judge, allow_import)
-        )
+        pool = _pools[name] = EvaluatorPool(name, judge, [], budget)
+        while len(_pools) > POOLS_KEPT:
+            next(iter(_pools.values())).close()
+    _pools.move_to_end(name)
+    pool.start_actors(actors, allow_import, actor_cpus)
     return pool
 
 
@@ -175,7 +228,9 @@ def _joined() -> tuple[str, str]:
 def release_pools() -> None:
     """Stop every evaluation actor this driver started (they hold `actor_cpus` each)."""
     for pool in list(_pools.values()):
-        pool.close()
+        if pool._joined == _joined():
+            pool.close()
+    _pools.clear()
 
 
 def rubric_key(rubrics: Mapping[str, Rubric]) -> str:
@@ -200,33 +255,65 @@ def score_batches(
     carried: RubricSet = (key, [ray.put(values)])
     rows = batch.to_pylist()
     parts = [rows[start : start + batch_size] for start in range(0, len(rows), batch_size)]
+    deadline = time.monotonic() + START_WAIT
     #: batch in flight -> (its index, the actor it went to)
     pending: dict[Any, tuple[int, int]] = {}
     landed: dict[int, Any] = {}
     sent = yielded = 0
-    while yielded < len(parts):
-        while sent < len(parts) and len(pending) < window:
-            mine = [0] * len(actors)
-            for index, actor in pending.values():
-                mine[actor] += len(parts[index])
-            actor = _least_loaded(actors, mine)
-            pending[actors[actor].evaluate.remote(parts[sent], carried, options)] = (sent, actor)
-            sent += 1
-        done, _ = ray.wait(list(pending), num_returns=1)
-        for ref in done:
-            landed[pending.pop(ref)[0]] = ref
-        while yielded in landed:
-            yield ray.get(landed.pop(yielded))
-            yielded += 1
+    try:
+        while yielded < len(parts):
+            while sent < len(parts) and len(pending) < window:
+                mine = [0] * len(actors)
+                for index, actor in pending.values():
+                    mine[actor] += len(parts[index])
+                actor = _least_loaded(actors, mine, deadline)
+                call = actors[actor].evaluate.remote(parts[sent], carried, options)
+                pending[call] = (sent, actor)
+                sent += 1
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                landed[pending.pop(ref)[0]] = ref
+            while yielded in landed:
+                yield ray.get(landed.pop(yielded))
+                yielded += 1
+    finally:
+        # a batch that failed, a run stopped or a read cut short: the batches still on
+        # the actors stop asking the judge
+        for ref in pending:
+            ray.cancel(ref)
 
 
-def _least_loaded(actors: list[Any], mine: list[int]) -> int:
-    """The index of the actor scoring the fewest targets now, counting again those this
-    task sent it (so a task's own batches spread even before the actors report them);
-    ties broken at random, so tasks that ask at the same moment spread too."""
-    if len(actors) == 1:
-        return 0
-    loads = ray.get([actor.load.remote() for actor in actors])
-    totals = [load + own for load, own in zip(loads, mine, strict=True)]
-    best = min(totals)
-    return random.choice([i for i, total in enumerate(totals) if total == best])
+def _least_loaded(actors: list[Any], mine: list[int], deadline: float) -> int:
+    """The index of the live actor scoring the fewest targets now, counting again those
+    this task sent it (so a task's own batches spread even before the actors report
+    them); ties broken at random, so tasks that ask at the same moment spread too. An
+    actor that does not answer within a second (restarting, or not started) is passed
+    over while another answers; none answering by `deadline` stops the run."""
+    checks = [actor.load.remote() for actor in actors]
+    loads: dict[int, int] = {}
+    waiting = list(checks)
+    timeout = 1.0
+    while not loads:
+        left = max(0.0, min(timeout, deadline - time.monotonic()))
+        answered, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=left)
+        died: ray.exceptions.RayActorError | None = None
+        for ref in answered:
+            try:
+                loads[checks.index(ref)] = ray.get(ref)
+            except ray.exceptions.RayActorError as error:
+                died = error
+        if loads:
+            break
+        if died is not None and not waiting:
+            raise died  # every actor of the pool has died for good
+        if time.monotonic() >= deadline:
+            raise ConfigurationError(
+                f"no evaluation actor started within {START_WAIT:.0f} s: the cluster may "
+                "have no CPU left for them (each holds its actor_cpus; `ray status` shows "
+                "what is held). Stop pools no longer needed (rubricflow.ray.release_pools()), "
+                "ask for fewer actors, or add nodes"
+            )
+        timeout = 5.0
+    totals = {i: load + mine[i] for i, load in loads.items()}
+    best = min(totals.values())
+    return random.choice([i for i, total in totals.items() if total == best])

@@ -232,3 +232,22 @@ async def test_evaluate_with_a_spec_closes_what_it_opened() -> None:
         assert pool._pool.connections  # the keep-alive connection the judging used
         await session.aclose()
         assert provider._pools == [] and pool._pool.connections == []
+
+
+async def test_a_bounded_memory_cache_forgets_the_answers_least_recently_used() -> None:
+    """A long-lived process (a Ray actor that serves a trainer for days) keeps at most
+    `max_entries` answers; one asked for again stays."""
+    from rubricflow.llm.cache import MemoryJudgeCache
+
+    cache = MemoryJudgeCache(max_entries=2)
+    await cache.put("a", "answer a")
+    await cache.put("b", "answer b")
+    assert await cache.get("a") == "answer a"  # now the most recently used
+    await cache.put("c", "answer c")
+    assert await cache.get("b") is None
+    assert await cache.get("a") == "answer a" and await cache.get("c") == "answer c"
+    assert len(cache) == 2
+    unbounded = MemoryJudgeCache()
+    for key in map(str, range(50)):
+        await unbounded.put(key, key)
+    assert len(unbounded) == 50

@@ -671,6 +671,39 @@ def test_a_run_scores_every_chunk_with_its_own_actors_and_stops_them_at_its_end(
     }
 
 
+def test_a_pooled_actor_that_died_for_good_is_replaced_by_the_next_run(
+    ray_cluster: str, tmp_path: Path
+) -> None:
+    """An actor stopped for good (`ray.kill` without restart, a constructor that raised)
+    never answers again: the driver's next Dataset starts another in its place."""
+    import ray.data
+    from ray._private.state import actors as actor_table
+
+    from rubricflow.ray import evaluate_dataset
+
+    rubric = _rubric(tmp_path)
+    rows = _rows(tmp_path, 6)
+    before = set(_evaluation_actors())
+    with ScriptedServer(CountingJudge()) as judge:
+        spec = f"openai:scripted@{judge.url}/v1"
+
+        def scored() -> dict[str, str]:
+            out = evaluate_dataset(
+                ray.data.from_items(rows), rubric, judge=spec, concurrency=1, batch_size=2
+            ).take_all()
+            return {row["id"]: row["verdict"] for row in out}
+
+        first = scored()
+        (started,) = _alive(_evaluation_actors()) - before
+        name = actor_table()[started]["Name"]
+        ray.kill(ray.get_actor(name, namespace="rubricflow"), no_restart=True)
+        again = scored()
+        expected = _local(rubric, rows, spec)
+    replacements = _alive(_evaluation_actors()) - before
+    assert started not in replacements and len(replacements) == 1
+    assert first == again == {k: v[0] for k, v in expected.items()}
+
+
 def test_a_driver_that_joins_again_starts_a_pool_afresh(ray_cluster: str, tmp_path: Path) -> None:
     """Handles on the actors of an earlier join are not used again (a new cluster numbers
     its jobs from 1 again, so the job alone does not tell them apart)."""
