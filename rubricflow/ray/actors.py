@@ -205,12 +205,14 @@ class BatchEvaluator:
         if session is not None:
             inner["llm"] = session
         target_concurrency = int(run_options.pop("target_concurrency", 8))
+        run_options.pop("allow_import", None)  # the actor's own, as its judge session's
         evaluations: list[Evaluation] = []
         with admit_with(self._gate):
             async for evaluation in evaluate_cases(
                 pairs,
                 target_concurrency=target_concurrency,
                 plugins=self._plugins,
+                allow_import=self._allow_import,
                 options=inner,
                 **run_options,
             ):

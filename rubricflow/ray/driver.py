@@ -215,11 +215,12 @@ class RayEvaluator:
                     for text in batch.column("evaluation").to_pylist():
                         yield Evaluation.model_validate_json(text)
         finally:
+            # an interrupted run's actors are stopped holding slots: give them back, or
+            # the next run against this judge waits on them for ever (closing the pool
+            # stops its actors and gives their slots back)
             if pool is not None:
                 await asyncio.to_thread(pool.close)
-            # an interrupted run's actors are stopped holding slots: give them back, or
-            # the next run against this judge waits on them for ever
-            if judge.budget is not None:
+            elif judge.budget is not None:
                 close_run(judge.budget, judge.run)
 
 

@@ -88,10 +88,9 @@ class EvaluatorPool:
         #: the budget actor the pool's actors enter (a new one, after it died, means a
         #: new pool: the actors hold a handle on the one they started with)
         self.budget = budget
-        #: the driver's job: a driver that left its cluster and joined another (or the
-        #: same one again) starts its pools afresh
-        self.job = ray.get_runtime_context().get_job_id()
-        self._joined = _joined()
+        #: the driver's job and node: a driver that left its cluster and joined another
+        #: (or the same one again) starts its pools afresh
+        self.joined = _joined()
         #: actors started so far (each actor's name has its own number)
         self.started = 0
 
@@ -165,7 +164,7 @@ class EvaluatorPool:
             self.handles.append(
                 remote.options(
                     # the job in the name: a name is the cluster's, a pool this driver's
-                    name=f"{self.name}-{self.job}-{self.started}",
+                    name=f"{self.name}-{self.joined[0]}-{self.started}",
                     namespace=NAMESPACE,
                     num_cpus=actor_cpus,
                     max_restarts=-1,
@@ -203,9 +202,10 @@ def evaluator_pool(
     spread over the nodes (Ray's SPREAD strategy) and restarted when they die (a killed
     actor's batch runs again on its restart, from the start)."""
     name = name or pool_name(judge, allow_import, actor_cpus)
+    joined = _joined()
     pool = _pools.get(name)
-    if pool is not None and (pool._joined != _joined() or pool.budget is not budget):
-        if pool._joined == _joined():
+    if pool is not None and (pool.joined != joined or pool.budget is not budget):
+        if pool.joined == joined:
             pool.close()  # its actors enter a budget that is gone
         _pools.pop(name, None)
         pool = None
@@ -227,8 +227,9 @@ def _joined() -> tuple[str, str]:
 
 def release_pools() -> None:
     """Stop every evaluation actor this driver started (they hold `actor_cpus` each)."""
+    joined = _joined()
     for pool in list(_pools.values()):
-        if pool._joined == _joined():
+        if pool.joined == joined:
             pool.close()
     _pools.clear()
 
@@ -293,7 +294,7 @@ def _least_loaded(actors: list[Any], mine: list[int], deadline: float) -> int:
     loads: dict[int, int] = {}
     waiting = list(checks)
     timeout = 1.0
-    while not loads:
+    while True:
         left = max(0.0, min(timeout, deadline - time.monotonic()))
         answered, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=left)
         died: ray.exceptions.RayActorError | None = None

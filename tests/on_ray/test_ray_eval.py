@@ -311,6 +311,44 @@ def test_an_actor_keeps_the_last_sets_of_rubrics_it_was_sent() -> None:
     assert len(evaluator._rubrics) == RUBRIC_SETS_KEPT
 
 
+def imported_check(target: Any) -> Any:
+    from rubricflow.scoring import CheckResult
+
+    return CheckResult(1.0, ["imported and run"])
+
+
+def test_an_actor_made_to_allow_imports_scores_a_function_the_rubric_names() -> None:
+    """`evaluate_dataset(..., allow_import=True)` reaches the scoring, not only the judge
+    session: a rubric naming `module:function` is scored, and refused without it."""
+    from rubricflow.model import Rubric
+    from rubricflow.ray.actors import BatchEvaluator, JudgeConfig
+
+    rubric = Rubric.model_validate(
+        {
+            "id": "imports",
+            "criteria": [
+                {
+                    "id": "named",
+                    "description": "Checked by a named function.",
+                    "scoring": {
+                        "method": "deterministic",
+                        "function": f"{__name__}:imported_check",
+                    },
+                }
+            ],
+        }
+    )
+    rows = [{"id": "t", "content": "Hello."}]
+    carried = ("key", [{rubric.content_hash: rubric}])
+
+    def verdict(allow: bool) -> str:
+        evaluator = BatchEvaluator(JudgeConfig(None), allow_import=allow)
+        return str(asyncio.run(evaluator.evaluate(rows, carried, {}))["verdict"][0])
+
+    assert verdict(True) == "pass"
+    assert verdict(False) == "incomplete"
+
+
 def test_on_the_cluster_a_worker_without_the_scorer_stops_the_run_naming_it(
     ray_cluster: str,
 ) -> None:
